@@ -1,0 +1,155 @@
+/*
+ * zvcore.h — the only public header of the zverify C core.
+ *
+ * The core walks a directory tree in canonical order (pre-order, siblings
+ * sorted bytewise, symlinks never followed), stats every entry and hashes
+ * regular files in worker threads.  It hands back plain records; it never
+ * prints, never exits and never touches Python objects.  Python decides
+ * what the records mean.
+ *
+ * Threading contract: one zv_walk owns one walker thread and N hashing
+ * workers.  zv_walk_next() is called by a single consumer thread and may
+ * block; records come out in canonical order whatever N is.
+ */
+#ifndef ZVCORE_H
+#define ZVCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fatal status codes (per-entry problems are carried inside records). */
+enum zv_status {
+    ZV_OK = 0,
+    ZV_EDONE = 1,     /* zv_walk_next: no more records */
+    ZV_EAGAIN = 2,    /* zv_walk_next: nothing ready within the timeout */
+    ZV_EINVAL = -1,   /* bad argument */
+    ZV_ENOMEM = -2,   /* out of memory */
+    ZV_EROOT = -3,    /* root could not be opened; errno in zv_walk_errno */
+    ZV_ENOTDIR = -4,  /* root is not a directory */
+    ZV_ETHREAD = -5,  /* thread creation failed */
+    ZV_ESTOPPED = -6, /* zv_walk_stop() was called */
+};
+
+enum zv_kind {
+    ZV_KIND_FILE = 1,
+    ZV_KIND_DIR = 2,
+    ZV_KIND_SYMLINK = 3,
+    ZV_KIND_FIFO = 4,
+    ZV_KIND_SOCKET = 5,
+    ZV_KIND_CHAR = 6,
+    ZV_KIND_BLOCK = 7,
+    ZV_KIND_UNKNOWN = 8,
+};
+
+enum zv_hash_algo {
+    ZV_HASH_NONE = 0,   /* stat, extents and xattrs only */
+    ZV_HASH_XXH3_128 = 1,
+};
+
+/* The operation that failed, so a message can say what was being done. */
+enum zv_op {
+    ZV_OP_NONE = 0,
+    ZV_OP_LSTAT,
+    ZV_OP_OPENDIR,
+    ZV_OP_READDIR,
+    ZV_OP_OPEN,
+    ZV_OP_READ,
+    ZV_OP_READLINK,
+    ZV_OP_XATTR,
+    ZV_OP_SEEK,
+};
+
+/* Why a file's bytes cannot be trusted even though every read succeeded. */
+enum zv_change {
+    ZV_CHANGE_NONE = 0,
+    ZV_CHANGE_REPLACED,  /* the opened inode is not the one listed */
+    ZV_CHANGE_MODIFIED,  /* size/mtime/ctime moved while hashing */
+};
+
+typedef struct zv_record {
+    char *path;          /* relative to the root, no leading '/'; "" = root */
+    size_t path_len;
+    int kind;            /* enum zv_kind */
+    uint32_t mode, uid, gid;
+    uint64_t nlink, dev, ino, rdev;
+    uint64_t size;       /* st_size */
+    uint64_t alloc;      /* st_blocks * 512 */
+    int64_t mtime_ns, ctime_ns;
+    uint64_t data_bytes; /* bytes inside data extents (SEEK_DATA), files only */
+    uint64_t hole_bytes; /* size - data_bytes */
+    char *link;          /* symlink target, not NUL-terminated in meaning */
+    size_t link_len;
+    char *xattrs;        /* sequence of: name '\0' u32be(len) value */
+    size_t xattrs_len;
+    int has_xattrs;      /* 0: not read (error or kind without xattrs) */
+    unsigned char digest[16];
+    int has_digest;
+    int err_op;          /* enum zv_op; ZV_OP_NONE = no error */
+    int err_errno;
+    int64_t err_offset;  /* byte offset for read errors, else -1 */
+    int changed;         /* enum zv_change */
+} zv_record;
+
+typedef struct zv_options {
+    int algo;            /* enum zv_hash_algo */
+    int threads;         /* hashing workers, >= 1 */
+    size_t block_size;   /* read size, bytes */
+    int one_file_system; /* do not descend into other devices */
+    int read_xattrs;
+} zv_options;
+
+typedef struct zv_walk zv_walk;
+
+/* Live counters, readable from any thread (relaxed atomics). */
+typedef struct zv_counters {
+    uint64_t entries;    /* records emitted */
+    uint64_t bytes;      /* file bytes hashed so far */
+} zv_counters;
+
+/*
+ * Start walking root (a directory; followed if it is a symlink).
+ * @return ZV_OK and *out, or ZV_EROOT/ZV_ENOTDIR (with *err_no), ZV_ENOMEM,
+ *         ZV_ETHREAD.
+ */
+int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *err_no);
+
+/*
+ * Move up to max records into out[] (caller-owned array); *n gets the count.
+ * Waits up to timeout_ms for at least one record (so a caller can check for
+ * signals).  Ownership of each record's buffers passes to the caller
+ * (zv_record_free).
+ * @return ZV_OK (n >= 1), ZV_EAGAIN (timeout), ZV_EDONE, ZV_ESTOPPED.
+ */
+int zv_walk_next(zv_walk *w, zv_record *out, size_t max, size_t *n, int timeout_ms);
+
+/* Ask all threads to stop soon; safe from any thread. */
+void zv_walk_stop(zv_walk *w);
+
+/* Stop, join every thread and free everything.  w may be NULL. */
+void zv_walk_close(zv_walk *w);
+
+void zv_walk_counters(const zv_walk *w, zv_counters *c);
+
+void zv_record_free(zv_record *r);
+
+/* Short name of an operation ("lstat", "open", ...). */
+const char *zv_op_name(int op);
+
+/* ---- internal, shared between the core's source files ---- */
+
+/* Fill kind/mode/uid/... of r from a struct stat (zv_walk.c). */
+struct stat;
+void zv_record_set_stat(zv_record *r, const struct stat *st);
+
+/*
+ * Hash (or only map) the open regular file fd into r: digest, data/hole
+ * bytes, xattrs, change detection, read errors (zv_file.c).
+ * buf must hold block_size bytes; state is an XXH3 state or NULL.
+ */
+void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
+                  void *xxh_state, uint64_t *bytes_counter);
+
+/* Read all xattrs of fd (or of path if fd < 0) into r (zv_file.c). */
+void zv_xattrs_read(int fd, const char *path, zv_record *r);
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * zvcore_module.c — the Python face of the C core: zverify._zvcore.
+ *
+ * Walker(root: bytes, *, algo, threads, block_size, one_file_system,
+ *        xattrs, batch) is an iterator of lists of Record.  The GIL is
+ * released while waiting for the next batch; it is retaken only to turn a
+ * finished C batch into Python objects, and every 100 ms to let Ctrl-C in.
+ *
+ * The send-stream scanner registers itself through zv_py_stream_init()
+ * (stream_module.c), so this file stays about walking.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "zvcore.h"
+
+int zv_py_stream_init(PyObject *module);
+
+static PyTypeObject RecordType;
+
+static PyStructSequence_Field record_fields[] = {
+    {"path", "relative path (bytes), b'' for the root"},
+    {"kind", "KIND_* constant"},
+    {"mode", "st_mode"},
+    {"uid", NULL},
+    {"gid", NULL},
+    {"nlink", NULL},
+    {"dev", NULL},
+    {"ino", NULL},
+    {"rdev", NULL},
+    {"size", "st_size (apparent bytes)"},
+    {"alloc", "st_blocks * 512 (allocated bytes)"},
+    {"mtime_ns", NULL},
+    {"ctime_ns", NULL},
+    {"data_bytes", "bytes inside data extents (files)"},
+    {"hole_bytes", "bytes inside holes (files)"},
+    {"link", "symlink target (bytes) or None"},
+    {"xattrs", "tuple of (name, value) bytes pairs, sorted, or None if unread"},
+    {"digest", "XXH3-128 canonical digest (16 bytes) or None"},
+    {"error", "(operation, errno, offset) or None"},
+    {"changed", "None, 'replaced' or 'modified'"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Desc record_desc = {
+    "zverify._zvcore.Record",
+    "One entry of a walk, as the C core saw it.",
+    record_fields,
+    20,
+};
+
+typedef struct {
+    PyObject_HEAD
+    zv_walk *walk;
+    size_t batch;
+    zv_record *buf;
+} WalkerObject;
+
+static PyObject *xattrs_tuple(const zv_record *r)
+{
+    if (!r->has_xattrs)
+        Py_RETURN_NONE;
+    PyObject *list = PyList_New(0);
+    if (!list)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)r->xattrs, *end = p + r->xattrs_len;
+    while (p < end) {
+        size_t nlen = strlen((const char *)p);
+        const unsigned char *v = p + nlen + 1;
+        size_t vlen = ((size_t)v[0] << 24) | ((size_t)v[1] << 16) | ((size_t)v[2] << 8) | v[3];
+        PyObject *pair = Py_BuildValue("(y#y#)", p, (Py_ssize_t)nlen, v + 4, (Py_ssize_t)vlen);
+        if (!pair || PyList_Append(list, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(pair);
+        p = v + 4 + vlen;
+    }
+    PyObject *t = PyList_AsTuple(list);
+    Py_DECREF(list);
+    return t;
+}
+
+static PyObject *error_tuple(const zv_record *r)
+{
+    if (r->err_op == ZV_OP_NONE)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(siL)", zv_op_name(r->err_op), r->err_errno, (long long)r->err_offset);
+}
+
+static PyObject *changed_value(const zv_record *r)
+{
+    if (r->changed == ZV_CHANGE_REPLACED)
+        return PyUnicode_FromString("replaced");
+    if (r->changed == ZV_CHANGE_MODIFIED)
+        return PyUnicode_FromString("modified");
+    Py_RETURN_NONE;
+}
+
+static PyObject *optional_bytes(const char *p, size_t len, int present)
+{
+    if (!present)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(p, (Py_ssize_t)len);
+}
+
+static PyObject *record_to_python(const zv_record *r)
+{
+    PyObject *rec = PyStructSequence_New(&RecordType);
+    if (!rec)
+        return NULL;
+    PyObject *items[20] = {
+        PyBytes_FromStringAndSize(r->path, (Py_ssize_t)r->path_len),
+        PyLong_FromLong(r->kind),
+        PyLong_FromUnsignedLong(r->mode),
+        PyLong_FromUnsignedLong(r->uid),
+        PyLong_FromUnsignedLong(r->gid),
+        PyLong_FromUnsignedLongLong(r->nlink),
+        PyLong_FromUnsignedLongLong(r->dev),
+        PyLong_FromUnsignedLongLong(r->ino),
+        PyLong_FromUnsignedLongLong(r->rdev),
+        PyLong_FromUnsignedLongLong(r->size),
+        PyLong_FromUnsignedLongLong(r->alloc),
+        PyLong_FromLongLong(r->mtime_ns),
+        PyLong_FromLongLong(r->ctime_ns),
+        PyLong_FromUnsignedLongLong(r->data_bytes),
+        PyLong_FromUnsignedLongLong(r->hole_bytes),
+        optional_bytes(r->link, r->link_len, r->link != NULL),
+        xattrs_tuple(r),
+        optional_bytes((const char *)r->digest, 16, r->has_digest),
+        error_tuple(r),
+        changed_value(r),
+    };
+    for (int i = 0; i < 20; i++) {
+        if (!items[i]) {
+            for (int j = 0; j < 20; j++)
+                Py_XDECREF(items[j]);
+            Py_DECREF(rec);
+            return NULL;
+        }
+        PyStructSequence_SetItem(rec, i, items[i]);
+    }
+    return rec;
+}
+
+static PyObject *batch_to_list(zv_record *recs, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; i < n; i++) {
+        PyObject *rec = list ? record_to_python(&recs[i]) : NULL;
+        zv_record_free(&recs[i]);
+        if (list && !rec)
+            Py_CLEAR(list);
+        if (list)
+            PyList_SET_ITEM(list, (Py_ssize_t)i, rec);
+    }
+    return list;
+}
+
+static PyObject *raise_status(int rc, int err_no, PyObject *root)
+{
+    if (rc == ZV_ENOMEM)
+        return PyErr_NoMemory();
+    if (rc == ZV_EROOT || rc == ZV_ENOTDIR)
+        return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, root), NULL;
+    (void)err_no;
+    PyErr_Format(PyExc_RuntimeError, "zvcore: walk failed (status %d)", rc);
+    return NULL;
+}
+
+static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"root", "algo", "threads", "block_size", "one_file_system",
+                             "xattrs", "batch", NULL};
+    PyObject *root;
+    zv_options opt = {.algo = ZV_HASH_XXH3_128, .threads = 2, .block_size = 1 << 20,
+                      .one_file_system = 0, .read_xattrs = 1};
+    Py_ssize_t batch = 1024, block = (Py_ssize_t)opt.block_size;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppn", kwlist, PyUnicode_FSConverter,
+                                     &root, &opt.algo, &opt.threads, &block,
+                                     &opt.one_file_system, &opt.read_xattrs, &batch))
+        return -1;
+    if (batch < 1 || block < 4096 || opt.threads < 1 || opt.threads > 256) {
+        Py_DECREF(root);
+        PyErr_SetString(PyExc_ValueError, "batch >= 1, block_size >= 4096, 1 <= threads <= 256");
+        return -1;
+    }
+    opt.block_size = (size_t)block;
+    int err_no = 0, rc;
+    zv_walk *w = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = zv_walk_open(PyBytes_AS_STRING(root), &opt, &w, &err_no);
+    Py_END_ALLOW_THREADS
+    if (rc != ZV_OK) {
+        errno = err_no;
+        raise_status(rc, err_no, root);
+        Py_DECREF(root);
+        return -1;
+    }
+    Py_DECREF(root);
+    self->buf = PyMem_Calloc((size_t)batch, sizeof(zv_record));
+    if (!self->buf) {
+        zv_walk_close(w);
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->walk = w;
+    self->batch = (size_t)batch;
+    return 0;
+}
+
+static void close_walk(WalkerObject *self)
+{
+    zv_walk *w = self->walk;
+    self->walk = NULL;
+    if (w) {
+        Py_BEGIN_ALLOW_THREADS
+        zv_walk_close(w);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static PyObject *Walker_next(WalkerObject *self)
+{
+    if (!self->walk)
+        return NULL; /* exhausted or closed: StopIteration */
+    for (;;) {
+        size_t n = 0;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = zv_walk_next(self->walk, self->buf, self->batch, &n, 100);
+        Py_END_ALLOW_THREADS
+        if (rc == ZV_OK)
+            return batch_to_list(self->buf, n);
+        if (rc != ZV_EAGAIN) {
+            close_walk(self);
+            return NULL;
+        }
+        if (PyErr_CheckSignals() < 0) {
+            close_walk(self);
+            return NULL;
+        }
+    }
+}
+
+static PyObject *Walker_counters(WalkerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    zv_counters c = {0, 0};
+    if (self->walk)
+        zv_walk_counters(self->walk, &c);
+    return Py_BuildValue("(KK)", (unsigned long long)c.entries, (unsigned long long)c.bytes);
+}
+
+static PyObject *Walker_close(WalkerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    close_walk(self);
+    Py_RETURN_NONE;
+}
+
+static void Walker_dealloc(WalkerObject *self)
+{
+    close_walk(self);
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Walker_methods[] = {
+    {"counters", (PyCFunction)Walker_counters, METH_NOARGS,
+     "(entries emitted, file bytes read) so far; 0s once closed."},
+    {"close", (PyCFunction)Walker_close, METH_NOARGS, "Stop the threads and free everything."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WalkerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zverify._zvcore.Walker",
+    .tp_doc = "Iterator of record batches of one tree, in canonical order.",
+    .tp_basicsize = sizeof(WalkerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Walker_init,
+    .tp_dealloc = (destructor)Walker_dealloc,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Walker_next,
+    .tp_methods = Walker_methods,
+};
+
+static struct PyModuleDef zvcore_module = {
+    PyModuleDef_HEAD_INIT, "zverify._zvcore", "The zverify C core.", -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+static int add_constants(PyObject *m)
+{
+    static const struct { const char *name; long value; } consts[] = {
+        {"KIND_FILE", ZV_KIND_FILE},       {"KIND_DIR", ZV_KIND_DIR},
+        {"KIND_SYMLINK", ZV_KIND_SYMLINK}, {"KIND_FIFO", ZV_KIND_FIFO},
+        {"KIND_SOCKET", ZV_KIND_SOCKET},   {"KIND_CHAR", ZV_KIND_CHAR},
+        {"KIND_BLOCK", ZV_KIND_BLOCK},     {"KIND_UNKNOWN", ZV_KIND_UNKNOWN},
+        {"ALGO_NONE", ZV_HASH_NONE},       {"ALGO_XXH3_128", ZV_HASH_XXH3_128},
+    };
+    for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
+        if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)
+            return -1;
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__zvcore(void)
+{
+    if (RecordType.tp_name == NULL && PyStructSequence_InitType2(&RecordType, &record_desc) < 0)
+        return NULL;
+    if (PyType_Ready(&WalkerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&zvcore_module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&RecordType);
+    Py_INCREF(&WalkerType);
+    if (PyModule_AddObject(m, "Record", (PyObject *)&RecordType) < 0 ||
+        PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 || add_constants(m) < 0 ||
+        zv_py_stream_init(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

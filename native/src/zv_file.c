@@ -1,0 +1,259 @@
+/*
+ * zv_file.c — everything done with one open regular file: map its data
+ * extents (SEEK_DATA/SEEK_HOLE), hash its bytes with XXH3-128, read its
+ * xattrs, and notice if it changed underneath us.
+ *
+ * Holes are hashed as zeros without being read: the digest is that of the
+ * file's apparent content, so a sparse file and its filled copy hash equal
+ * (their difference is reported as allocation, not content).
+ */
+#define _GNU_SOURCE
+#include "zvcore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+static const unsigned char zero_block[65536];
+
+static void set_error(zv_record *r, int op, int err, int64_t offset)
+{
+    if (r->err_op != ZV_OP_NONE)
+        return; /* keep the first error: it is the cause */
+    r->err_op = op;
+    r->err_errno = err;
+    r->err_offset = offset;
+}
+
+static void hash_zeros(XXH3_state_t *st, uint64_t len)
+{
+    while (len > 0) {
+        size_t n = len < sizeof zero_block ? (size_t)len : sizeof zero_block;
+        XXH3_128bits_update(st, zero_block, n);
+        len -= n;
+    }
+}
+
+/* Read [off, end) into the hash; returns 0 or -1 with the error recorded. */
+static int hash_range(int fd, uint64_t off, uint64_t end, zv_record *r, const zv_options *opt,
+                      unsigned char *buf, XXH3_state_t *st, uint64_t *bytes_counter)
+{
+    while (off < end) {
+        uint64_t want = end - off;
+        size_t n = want < opt->block_size ? (size_t)want : opt->block_size;
+        ssize_t got = pread(fd, buf, n, (off_t)off);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            set_error(r, ZV_OP_READ, errno, (int64_t)off);
+            return -1;
+        }
+        if (got == 0) { /* shrank while reading: the caller's fstat will say so */
+            r->changed = ZV_CHANGE_MODIFIED;
+            return -1;
+        }
+        if (st)
+            XXH3_128bits_update(st, buf, (size_t)got);
+        off += (uint64_t)got;
+        __atomic_add_fetch(bytes_counter, (uint64_t)got, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+
+/*
+ * Walk the data extents of the file.  Where the filesystem cannot tell
+ * (EINVAL), the whole file counts as data.
+ */
+static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
+                         XXH3_state_t *st, uint64_t *bytes_counter)
+{
+    uint64_t size = r->size, off = 0, data = 0;
+    int can_seek = 1;
+    while (off < size) {
+        uint64_t dstart = off, dend = size;
+        if (can_seek) {
+            off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+            if (d < 0 && errno == ENXIO) {
+                dstart = dend = size; /* only a hole remains */
+            } else if (d < 0) {
+                can_seek = 0; /* EINVAL etc.: treat the rest as data */
+            } else {
+                dstart = (uint64_t)d > size ? size : (uint64_t)d;
+                off_t h = lseek(fd, (off_t)dstart, SEEK_HOLE);
+                dend = (h < 0 || (uint64_t)h > size) ? size : (uint64_t)h;
+            }
+        }
+        if (st && dstart > off)
+            hash_zeros(st, dstart - off);
+        if (opt->algo != ZV_HASH_NONE &&
+            hash_range(fd, dstart, dend, r, opt, buf, st, bytes_counter) < 0)
+            return;
+        data += dend - dstart;
+        off = dend;
+    }
+    r->data_bytes = data;
+    r->hole_bytes = size - data;
+}
+
+static int same_content_stat(const zv_record *r, const struct stat *st)
+{
+    int64_t mt = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    int64_t ct = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+    return (uint64_t)st->st_size == r->size && mt == r->mtime_ns && ct == r->ctime_ns;
+}
+
+void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
+                  void *xxh_state, uint64_t *bytes_counter)
+{
+    struct stat before, after;
+    if (fstat(fd, &before) < 0) {
+        set_error(r, ZV_OP_LSTAT, errno, -1);
+        return;
+    }
+    if (before.st_ino != r->ino || before.st_dev != r->dev) {
+        r->changed = ZV_CHANGE_REPLACED;
+        return;
+    }
+    if (!same_content_stat(r, &before)) {
+        r->changed = ZV_CHANGE_MODIFIED;
+        return;
+    }
+    XXH3_state_t *st = opt->algo == ZV_HASH_XXH3_128 ? xxh_state : NULL;
+    if (st)
+        XXH3_128bits_reset(st);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    scan_extents(fd, r, opt, buf, st, bytes_counter);
+    if (opt->read_xattrs)
+        zv_xattrs_read(fd, NULL, r);
+    if (r->err_op != ZV_OP_NONE || r->changed)
+        return;
+    if (fstat(fd, &after) < 0 || !same_content_stat(r, &after)) {
+        r->changed = ZV_CHANGE_MODIFIED;
+        return;
+    }
+    if (st) {
+        XXH128_canonical_t canon;
+        XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
+        memcpy(r->digest, canon.digest, 16);
+        r->has_digest = 1;
+    }
+}
+
+/* ---- xattrs ---- */
+
+static ssize_t list_names(int fd, const char *path, char *buf, size_t len)
+{
+    return fd >= 0 ? flistxattr(fd, buf, len) : llistxattr(path, buf, len);
+}
+
+static ssize_t get_value(int fd, const char *path, const char *name, void *buf, size_t len)
+{
+    return fd >= 0 ? fgetxattr(fd, name, buf, len) : lgetxattr(path, name, buf, len);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Append name '\0' u32be(len) value to the record's blob. */
+static int append_xattr(zv_record *r, const char *name, const unsigned char *val, size_t vlen)
+{
+    size_t nlen = strlen(name) + 1, need = r->xattrs_len + nlen + 4 + vlen;
+    char *p = realloc(r->xattrs, need ? need : 1);
+    if (!p)
+        return -1;
+    r->xattrs = p;
+    p += r->xattrs_len;
+    memcpy(p, name, nlen);
+    p += nlen;
+    p[0] = (char)(vlen >> 24);
+    p[1] = (char)(vlen >> 16);
+    p[2] = (char)(vlen >> 8);
+    p[3] = (char)vlen;
+    memcpy(p + 4, val, vlen);
+    r->xattrs_len = need;
+    return 0;
+}
+
+static int read_one(int fd, const char *path, const char *name, zv_record *r)
+{
+    for (;;) {
+        ssize_t len = get_value(fd, path, name, NULL, 0);
+        if (len < 0)
+            return errno == ENODATA ? 0 : -1; /* removed meanwhile: not ours */
+        unsigned char *val = malloc((size_t)len + 1);
+        if (!val)
+            return -1;
+        ssize_t got = get_value(fd, path, name, val, (size_t)len);
+        if (got < 0 && errno == ERANGE) { /* grew meanwhile: ask again */
+            free(val);
+            continue;
+        }
+        int rc = got < 0 ? -1 : append_xattr(r, name, val, (size_t)got);
+        free(val);
+        return rc;
+    }
+}
+
+static char *list_all(int fd, const char *path, ssize_t *out_len)
+{
+    for (;;) {
+        ssize_t len = list_names(fd, path, NULL, 0);
+        if (len <= 0) {
+            *out_len = len;
+            return NULL;
+        }
+        char *names = malloc((size_t)len);
+        if (!names)
+            return NULL;
+        ssize_t got = list_names(fd, path, names, (size_t)len);
+        if (got >= 0) {
+            *out_len = got;
+            return names;
+        }
+        free(names);
+        if (errno != ERANGE)
+            return NULL;
+    }
+}
+
+void zv_xattrs_read(int fd, const char *path, zv_record *r)
+{
+    ssize_t len = 0;
+    char *names = list_all(fd, path, &len);
+    if (!names) {
+        if (len == 0 || errno == ENOTSUP)
+            r->has_xattrs = 1; /* none, or the filesystem has none */
+        else
+            set_error(r, ZV_OP_XATTR, errno, -1);
+        return;
+    }
+    size_t count = 0;
+    for (ssize_t i = 0; i < len; i += (ssize_t)strlen(names + i) + 1)
+        count++;
+    const char **sorted = malloc(count * sizeof *sorted);
+    if (!sorted) {
+        free(names);
+        set_error(r, ZV_OP_XATTR, ENOMEM, -1);
+        return;
+    }
+    size_t k = 0;
+    for (ssize_t i = 0; i < len; i += (ssize_t)strlen(names + i) + 1)
+        sorted[k++] = names + i;
+    qsort(sorted, count, sizeof *sorted, cmp_names);
+    int ok = 1;
+    for (size_t i = 0; i < count && ok; i++)
+        ok = read_one(fd, path, sorted[i], r) == 0;
+    if (ok)
+        r->has_xattrs = 1;
+    else
+        set_error(r, ZV_OP_XATTR, errno, -1);
+    free(sorted);
+    free(names);
+}

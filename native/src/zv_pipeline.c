@@ -1,0 +1,297 @@
+/*
+ * zv_pipeline.c — the threads behind one walk and the public API.
+ *
+ * The walker thread appends records to a ring in canonical order.  Records
+ * of regular files arrive with an open fd and are PENDING; hashing workers
+ * claim them in ring order and mark them READY; everything else is READY at
+ * once.  The consumer takes records from the head only when READY, so the
+ * output order is the walker's order whatever the number of workers.
+ *
+ * Memory is bounded: the ring has a fixed number of slots and at most
+ * max_open_files files are held open at once (the walker waits for both).
+ */
+#define _GNU_SOURCE
+#include "zv_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define RING_SLOTS 4096
+
+static zv_slot *slot_at(struct zv_walk *w, uint64_t i)
+{
+    return &w->ring[i % w->ring_size];
+}
+
+int zv_pipeline_reserve_fd(struct zv_walk *w)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!w->stop && w->open_files >= w->max_open_files)
+        pthread_cond_wait(&w->changed, &w->lock);
+    int stopping = w->stop;
+    if (!stopping)
+        w->open_files++;
+    pthread_mutex_unlock(&w->lock);
+    return stopping ? -1 : 0;
+}
+
+void zv_pipeline_release_fd(struct zv_walk *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->open_files--;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int zv_pipeline_push(struct zv_walk *w, zv_record *rec, int fd)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!w->stop && w->tail - w->head >= w->ring_size)
+        pthread_cond_wait(&w->changed, &w->lock);
+    if (w->stop) {
+        if (fd >= 0) {
+            close(fd);
+            w->open_files--;
+        }
+        pthread_mutex_unlock(&w->lock);
+        zv_record_free(rec);
+        return -1;
+    }
+    zv_slot *s = slot_at(w, w->tail++);
+    s->rec = *rec;
+    s->fd = fd;
+    s->state = fd >= 0 ? SLOT_PENDING : SLOT_READY;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    return 0;
+}
+
+static void *walker_main(void *arg)
+{
+    struct zv_walk *w = arg;
+    zv_traverse(w);
+    pthread_mutex_lock(&w->lock);
+    w->walker_done = 1;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Find the oldest PENDING slot and claim it; NULL when the walk is over. */
+static zv_slot *claim_next(struct zv_walk *w)
+{
+    for (;;) {
+        while (w->claim < w->tail && slot_at(w, w->claim)->state != SLOT_PENDING)
+            w->claim++;
+        if (w->stop)
+            return NULL;
+        if (w->claim < w->tail) {
+            zv_slot *s = slot_at(w, w->claim++);
+            s->state = SLOT_CLAIMED;
+            return s;
+        }
+        if (w->walker_done)
+            return NULL;
+        pthread_cond_wait(&w->changed, &w->lock);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct zv_walk *w = arg;
+    unsigned char *buf = malloc(w->opt.block_size);
+    XXH3_state_t *st = XXH3_createState(); /* 64-byte aligned by the library */
+    pthread_mutex_lock(&w->lock);
+    for (zv_slot *s; (s = claim_next(w)) != NULL;) {
+        pthread_mutex_unlock(&w->lock);
+        if (buf && st)
+            zv_file_scan(s->fd, &s->rec, &w->opt, buf, st, &w->bytes);
+        else
+            s->rec.err_op = ZV_OP_READ, s->rec.err_errno = ENOMEM;
+        close(s->fd);
+        s->fd = -1;
+        pthread_mutex_lock(&w->lock);
+        s->state = SLOT_READY;
+        w->open_files--;
+        pthread_cond_broadcast(&w->changed);
+    }
+    pthread_mutex_unlock(&w->lock);
+    XXH3_freeState(st);
+    free(buf);
+    return NULL;
+}
+
+static struct timespec deadline_after(int ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+int zv_walk_next(zv_walk *w, zv_record *out, size_t max, size_t *n, int timeout_ms)
+{
+    *n = 0;
+    struct timespec deadline = deadline_after(timeout_ms);
+    int timed_out = 0;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (*n < max && w->head < w->tail && slot_at(w, w->head)->state == SLOT_READY) {
+            zv_slot *s = slot_at(w, w->head++);
+            out[(*n)++] = s->rec;
+            s->state = SLOT_EMPTY;
+        }
+        if (*n > 0 || w->stop || (w->walker_done && w->head == w->tail) || timed_out)
+            break;
+        timed_out = pthread_cond_timedwait(&w->changed, &w->lock, &deadline) == ETIMEDOUT;
+    }
+    int stopped = w->stop, done = w->walker_done && w->head == w->tail;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    __atomic_add_fetch(&w->entries, *n, __ATOMIC_RELAXED);
+    if (*n > 0)
+        return ZV_OK;
+    if (stopped)
+        return ZV_ESTOPPED;
+    return done ? ZV_EDONE : ZV_EAGAIN;
+}
+
+static int init_walk(zv_walk *w, const char *root, const zv_options *opt, int *err_no)
+{
+    w->opt = *opt;
+    if (w->opt.threads < 1)
+        w->opt.threads = 1;
+    if (w->opt.block_size < 4096)
+        w->opt.block_size = 1 << 20;
+    w->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOATIME);
+    if (w->root_fd < 0 && errno == EPERM)
+        w->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (w->root_fd < 0) {
+        *err_no = errno;
+        return errno == ENOTDIR ? ZV_ENOTDIR : ZV_EROOT;
+    }
+    struct stat st;
+    if (fstat(w->root_fd, &st) < 0) {
+        *err_no = errno;
+        return ZV_EROOT;
+    }
+    w->root_dev = (uint64_t)st.st_dev;
+    w->ring_size = RING_SLOTS;
+    w->max_open_files = 64 * (size_t)w->opt.threads;
+    w->ring = calloc(w->ring_size, sizeof *w->ring);
+    w->workers = calloc((size_t)w->opt.threads, sizeof *w->workers);
+    if (!w->ring || !w->workers)
+        return ZV_ENOMEM;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->changed, NULL);
+    return ZV_OK;
+}
+
+static int start_threads(zv_walk *w)
+{
+    for (int i = 0; i < w->opt.threads; i++) {
+        if (pthread_create(&w->workers[i], NULL, worker_main, w) != 0)
+            return ZV_ETHREAD;
+        w->nworkers++;
+    }
+    if (pthread_create(&w->walker, NULL, walker_main, w) != 0)
+        return ZV_ETHREAD;
+    w->walker_started = 1;
+    return ZV_OK;
+}
+
+int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *err_no)
+{
+    *out = NULL;
+    *err_no = 0;
+    if (!root || !opt || opt->algo < ZV_HASH_NONE || opt->algo > ZV_HASH_XXH3_128)
+        return ZV_EINVAL;
+    zv_walk *w = calloc(1, sizeof *w);
+    if (!w)
+        return ZV_ENOMEM;
+    w->root_fd = -1;
+    int rc = init_walk(w, root, opt, err_no);
+    if (rc != ZV_OK) {
+        if (w->root_fd >= 0)
+            close(w->root_fd);
+        free(w->ring);
+        free(w->workers);
+        free(w);
+        return rc;
+    }
+    rc = start_threads(w);
+    if (rc != ZV_OK) {
+        zv_walk_close(w);
+        return rc;
+    }
+    *out = w;
+    return ZV_OK;
+}
+
+void zv_walk_stop(zv_walk *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void zv_walk_close(zv_walk *w)
+{
+    if (!w)
+        return;
+    zv_walk_stop(w);
+    if (w->walker_started)
+        pthread_join(w->walker, NULL);
+    for (int i = 0; i < w->nworkers; i++)
+        pthread_join(w->workers[i], NULL);
+    for (uint64_t i = w->head; i < w->tail; i++) {
+        zv_slot *s = slot_at(w, i);
+        if (s->fd >= 0)
+            close(s->fd);
+        zv_record_free(&s->rec);
+    }
+    close(w->root_fd);
+    pthread_cond_destroy(&w->changed);
+    pthread_mutex_destroy(&w->lock);
+    free(w->ring);
+    free(w->workers);
+    free(w);
+}
+
+void zv_walk_counters(const zv_walk *w, zv_counters *c)
+{
+    c->entries = __atomic_load_n(&w->entries, __ATOMIC_RELAXED);
+    c->bytes = __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
+}
+
+void zv_record_free(zv_record *r)
+{
+    free(r->path);
+    free(r->link);
+    free(r->xattrs);
+    r->path = r->link = r->xattrs = NULL;
+}
+
+const char *zv_op_name(int op)
+{
+    static const char *const names[] = {
+        [ZV_OP_NONE] = "none",       [ZV_OP_LSTAT] = "lstat", [ZV_OP_OPENDIR] = "opendir",
+        [ZV_OP_READDIR] = "readdir", [ZV_OP_OPEN] = "open",   [ZV_OP_READ] = "read",
+        [ZV_OP_READLINK] = "readlink", [ZV_OP_XATTR] = "xattr", [ZV_OP_SEEK] = "seek",
+    };
+    if (op < 0 || op >= (int)(sizeof names / sizeof *names) || !names[op])
+        return "unknown";
+    return names[op];
+}

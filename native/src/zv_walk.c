@@ -1,0 +1,423 @@
+/*
+ * zv_walk.c — canonical-order traversal: pre-order, siblings sorted
+ * bytewise, symlinks never followed, with an explicit stack so depth is
+ * limited by memory, not by the C stack.
+ *
+ * Directory fds: only the deepest KEEP_OPEN levels keep theirs open (deep
+ * trees would exhaust RLIMIT_NOFILE).  When the walk climbs back to a level
+ * whose fd was closed, it reopens it as ".." of the child it just left and
+ * checks dev/ino, falling back to opening the chain from the nearest open
+ * ancestor.  Paths are never passed whole to the kernel, so PATH_MAX does
+ * not limit depth.
+ */
+#define _GNU_SOURCE
+#include "zv_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define KEEP_OPEN 64
+
+typedef struct frame {
+    char *name;       /* component name (NULL for the root) */
+    size_t path_len;  /* length of this directory's relative path */
+    int fd;
+    uint64_t dev, ino;
+    char **children;  /* sorted names */
+    size_t nchildren, next;
+} frame;
+
+typedef struct walk_state {
+    struct zv_walk *w;
+    frame *stack;
+    size_t depth, cap;
+    char *path;       /* relative path of the current directory + child */
+    size_t path_cap;
+} walk_state;
+
+static int kind_of(mode_t m)
+{
+    if (S_ISREG(m)) return ZV_KIND_FILE;
+    if (S_ISDIR(m)) return ZV_KIND_DIR;
+    if (S_ISLNK(m)) return ZV_KIND_SYMLINK;
+    if (S_ISFIFO(m)) return ZV_KIND_FIFO;
+    if (S_ISSOCK(m)) return ZV_KIND_SOCKET;
+    if (S_ISCHR(m)) return ZV_KIND_CHAR;
+    if (S_ISBLK(m)) return ZV_KIND_BLOCK;
+    return ZV_KIND_UNKNOWN;
+}
+
+void zv_record_set_stat(zv_record *r, const struct stat *st)
+{
+    r->kind = kind_of(st->st_mode);
+    r->mode = (uint32_t)st->st_mode;
+    r->uid = st->st_uid;
+    r->gid = st->st_gid;
+    r->nlink = st->st_nlink;
+    r->dev = st->st_dev;
+    r->ino = st->st_ino;
+    r->rdev = st->st_rdev;
+    r->size = (uint64_t)st->st_size;
+    r->alloc = (uint64_t)st->st_blocks * 512;
+    r->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+    r->data_bytes = r->kind == ZV_KIND_FILE ? r->size : 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Read and sort the names of directory fd (fd stays open). */
+static int list_dir(int fd, char ***out, size_t *count)
+{
+    int dfd = dup(fd);
+    if (dfd < 0)
+        return -1;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int err = 0;
+    struct dirent *e;
+    for (errno = 0; (e = readdir(d)) != NULL; errno = 0) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **grown = realloc(names, cap * sizeof *names);
+            if (!grown) { err = ENOMEM; break; }
+            names = grown;
+        }
+        if (!(names[n] = strdup(e->d_name))) { err = ENOMEM; break; }
+        n++;
+    }
+    if (!err && errno)
+        err = errno;
+    closedir(d);
+    if (err) {
+        free_names(names, n);
+        errno = err;
+        return -1;
+    }
+    qsort(names, n, sizeof *names, cmp_names);
+    *out = names;
+    *count = n;
+    return 0;
+}
+
+static int set_path(walk_state *s, size_t dir_len, const char *name)
+{
+    size_t nlen = strlen(name), need = dir_len + 1 + nlen + 1;
+    if (need > s->path_cap) {
+        char *p = realloc(s->path, need * 2);
+        if (!p)
+            return -1;
+        s->path = p;
+        s->path_cap = need * 2;
+    }
+    size_t at = dir_len;
+    if (dir_len)
+        s->path[at++] = '/';
+    memcpy(s->path + at, name, nlen + 1);
+    return (int)(at + nlen);
+}
+
+/* openat with O_NOATIME when we may (owner or CAP_FOWNER), else without. */
+static int open_noatime(int dirfd, const char *name, int flags)
+{
+    int fd = openat(dirfd, name, flags | O_NOATIME);
+    if (fd < 0 && errno == EPERM)
+        fd = openat(dirfd, name, flags);
+    return fd;
+}
+
+static int open_dir_at(int dirfd, const char *name)
+{
+    return open_noatime(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int is_same_dir(int fd, const frame *f)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == f->dev && (uint64_t)st.st_ino == f->ino;
+}
+
+/* Reopen frame i by walking down from the nearest ancestor with an fd. */
+static int reopen_chain(walk_state *s, size_t i)
+{
+    size_t a = i;
+    while (s->stack[a].fd < 0)
+        a--; /* the root (index 0) is always open */
+    int fd = s->stack[a].fd;
+    for (size_t j = a + 1; j <= i; j++) {
+        int next = open_dir_at(fd, s->stack[j].name);
+        if (fd != s->stack[a].fd)
+            close(fd);
+        if (next < 0)
+            return -1;
+        fd = next;
+    }
+    if (!is_same_dir(fd, &s->stack[i])) {
+        close(fd);
+        errno = ESTALE;
+        return -1;
+    }
+    return fd;
+}
+
+/* Before leaving frame i+1, make sure frame i has an fd again. */
+static int restore_parent_fd(walk_state *s, size_t i)
+{
+    frame *parent = &s->stack[i];
+    if (parent->fd >= 0)
+        return 0;
+    int fd = openat(s->stack[i + 1].fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && !is_same_dir(fd, parent)) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0)
+        fd = reopen_chain(s, i);
+    parent->fd = fd;
+    return fd < 0 ? -1 : 0;
+}
+
+static void pop_frame(walk_state *s)
+{
+    frame *f = &s->stack[s->depth - 1];
+    if (s->depth >= 2)
+        (void)restore_parent_fd(s, s->depth - 2);
+    if (f->fd >= 0 && s->depth > 1)
+        close(f->fd);
+    free_names(f->children, f->nchildren);
+    free(f->name);
+    s->depth--;
+}
+
+static int push_frame(walk_state *s, const char *name, size_t path_len, int fd,
+                      const struct stat *st, char **children, size_t n)
+{
+    if (s->depth == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        frame *grown = realloc(s->stack, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        s->stack = grown;
+        s->cap = cap;
+    }
+    frame *f = &s->stack[s->depth++];
+    f->name = name ? strdup(name) : NULL;
+    f->path_len = path_len;
+    f->fd = fd;
+    f->dev = (uint64_t)st->st_dev;
+    f->ino = (uint64_t)st->st_ino;
+    f->children = children;
+    f->nchildren = n;
+    f->next = 0;
+    if (s->depth > KEEP_OPEN + 1) {
+        frame *old = &s->stack[s->depth - 1 - KEEP_OPEN];
+        if (old->fd >= 0 && old != s->stack) {
+            close(old->fd);
+            old->fd = -1;
+        }
+    }
+    return 0;
+}
+
+static int new_record(zv_record *r, const char *path, size_t len)
+{
+    memset(r, 0, sizeof *r);
+    r->err_offset = -1;
+    r->path = malloc(len + 1);
+    if (!r->path)
+        return -1;
+    memcpy(r->path, path, len + 1);
+    r->path_len = len;
+    return 0;
+}
+
+static void record_error(zv_record *r, int op, int err)
+{
+    if (r->err_op == ZV_OP_NONE) {
+        r->err_op = op;
+        r->err_errno = err;
+    }
+}
+
+static void read_link(int dirfd, const char *name, zv_record *r)
+{
+    size_t cap = r->size ? r->size + 1 : 256;
+    for (;;) {
+        char *buf = malloc(cap);
+        if (!buf) {
+            record_error(r, ZV_OP_READLINK, ENOMEM);
+            return;
+        }
+        ssize_t n = readlinkat(dirfd, name, buf, cap);
+        if (n < 0) {
+            record_error(r, ZV_OP_READLINK, errno);
+            free(buf);
+            return;
+        }
+        if ((size_t)n < cap) {
+            r->link = buf;
+            r->link_len = (size_t)n;
+            return;
+        }
+        free(buf);
+        cap *= 2; /* target grew between lstat and readlink */
+    }
+}
+
+/* xattrs of something we do not open: via the parent directory's fd. */
+static void xattrs_by_name(int dirfd, const char *name, zv_record *r)
+{
+    char proc[64 + 256];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d/%s", dirfd, name);
+    zv_xattrs_read(-1, proc, r);
+}
+
+/*
+ * A subdirectory: open and list it now so that a failure is attached to
+ * its own record; on success it becomes the new top frame.
+ */
+static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, size_t plen,
+                      const struct stat *st)
+{
+    struct zv_walk *w = s->w;
+    if (w->opt.one_file_system && (uint64_t)st->st_dev != w->root_dev)
+        return; /* a mount point: listed, not entered */
+    int fd = open_dir_at(dirfd, name);
+    if (fd < 0) {
+        record_error(r, ZV_OP_OPENDIR, errno);
+        return;
+    }
+    if (!is_same_dir(fd, &(frame){.dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino})) {
+        r->changed = ZV_CHANGE_REPLACED;
+        close(fd);
+        return;
+    }
+    if (w->opt.read_xattrs)
+        zv_xattrs_read(fd, NULL, r);
+    char **children = NULL;
+    size_t n = 0;
+    if (list_dir(fd, &children, &n) < 0) {
+        record_error(r, ZV_OP_READDIR, errno);
+        close(fd);
+        return;
+    }
+    if (push_frame(s, name, plen, fd, st, children, n) < 0) {
+        record_error(r, ZV_OP_READDIR, ENOMEM);
+        free_names(children, n);
+        close(fd);
+    }
+}
+
+static int open_file(struct zv_walk *w, int dirfd, const char *name, zv_record *r)
+{
+    if (zv_pipeline_reserve_fd(w) < 0)
+        return -2;
+    /* O_NONBLOCK: if it became a FIFO since lstat, open must not hang. */
+    int fd = open_noatime(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        record_error(r, ZV_OP_OPEN, errno);
+        zv_pipeline_release_fd(w);
+    }
+    return fd;
+}
+
+/* Build and push the record of one child of the top frame. */
+static int visit(walk_state *s, const char *name)
+{
+    frame *top = &s->stack[s->depth - 1];
+    int dirfd = top->fd;
+    int plen = set_path(s, top->path_len, name);
+    zv_record r;
+    if (plen < 0 || new_record(&r, s->path, (size_t)plen) < 0)
+        return -1;
+    struct stat st;
+    int fd = -1;
+    if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        /* dirfd < 0: the walk could not climb back into this directory */
+        record_error(&r, ZV_OP_LSTAT, dirfd < 0 ? ESTALE : errno);
+        r.kind = ZV_KIND_UNKNOWN;
+        return zv_pipeline_push(s->w, &r, -1);
+    }
+    zv_record_set_stat(&r, &st);
+    if (r.kind == ZV_KIND_FILE) {
+        fd = open_file(s->w, dirfd, name, &r);
+        if (fd == -2) {
+            zv_record_free(&r);
+            return -1;
+        }
+    } else if (r.kind == ZV_KIND_SYMLINK) {
+        read_link(dirfd, name, &r);
+    }
+    if (r.kind != ZV_KIND_FILE && r.kind != ZV_KIND_DIR && s->w->opt.read_xattrs)
+        xattrs_by_name(dirfd, name, &r);
+    if (r.kind == ZV_KIND_DIR)
+        enter_dir(s, dirfd, name, &r, (size_t)plen, &st);
+    return zv_pipeline_push(s->w, &r, fd);
+}
+
+static int push_root(walk_state *s)
+{
+    struct zv_walk *w = s->w;
+    struct stat st;
+    zv_record r;
+    if (new_record(&r, "", 0) < 0)
+        return -1;
+    if (fstat(w->root_fd, &st) < 0) {
+        record_error(&r, ZV_OP_LSTAT, errno);
+        return zv_pipeline_push(w, &r, -1);
+    }
+    zv_record_set_stat(&r, &st);
+    if (w->opt.read_xattrs)
+        zv_xattrs_read(w->root_fd, NULL, &r);
+    char **children = NULL;
+    size_t n = 0;
+    if (list_dir(w->root_fd, &children, &n) < 0)
+        record_error(&r, ZV_OP_READDIR, errno);
+    else if (push_frame(s, NULL, 0, w->root_fd, &st, children, n) < 0)
+        return -1;
+    return zv_pipeline_push(w, &r, -1);
+}
+
+void zv_traverse(struct zv_walk *w)
+{
+    walk_state s = {.w = w};
+    if (push_root(&s) == 0) {
+        while (s.depth > 0) {
+            frame *top = &s.stack[s.depth - 1];
+            if (top->next == top->nchildren) {
+                pop_frame(&s);
+                continue;
+            }
+            if (visit(&s, top->children[top->next++]) < 0)
+                break;
+        }
+    }
+    while (s.depth > 0)
+        pop_frame(&s);
+    free(s.stack);
+    free(s.path);
+}
