@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install what zverify needs on a fresh Debian 12 machine and build the C core.
+# Idempotent: packages already present are not fetched again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+    build-essential libxxhash-dev        # the C core
+    rsync tar coreutils attr acl         # real copies and metadata tools in tests
+    e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
+    hashdeep rclone b3sum xxhash         # peers measured side by side in bench/
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: need root to apt-get install ${missing[*]}" >&2
+        exit 2
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'

@@ -1,0 +1,51 @@
+"""`zverify compare SRC DST`."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from zverify.compare import compare_trees
+from zverify.compare.policy import PROFILES, ComparePolicy
+from zverify.errors import UsageError
+from zverify.hashing import parse_algorithm
+from zverify.progress import entry_progress, wanted
+from zverify.report import json as json_report
+from zverify.report import text as text_report
+
+
+def compare(
+    src: Annotated[str, typer.Argument(help="The original tree.")],
+    dst: Annotated[str, typer.Argument(help="The copy to verify.")],
+    profile: Annotated[str, typer.Option(help=f"What counts: {', '.join(PROFILES)}.")] = "full",
+    ignore: Annotated[
+        str | None, typer.Option(help="Comma-separated kinds not to report, e.g. mtime,owner.")
+    ] = None,
+    mtime_window: Annotated[
+        float, typer.Option(help="Treat mtimes within this many seconds as equal (FAT, NAS).")
+    ] = 0.0,
+    hash_name: Annotated[str, typer.Option("--hash", help="xxh3-128 (default) or blake3.")] = (
+        "xxh3-128"
+    ),
+    threads: Annotated[
+        int | None, typer.Option(help="Hashing threads per tree (default: all cores).")
+    ] = None,
+    one_file_system: Annotated[
+        bool, typer.Option("--one-file-system", "-x", help="Do not descend into other mounts.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> int:
+    """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything."""
+    try:
+        algorithm = parse_algorithm(hash_name)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if threads is not None and not 1 <= threads <= 256:
+        raise UsageError("--threads must be between 1 and 256")
+    policy = ComparePolicy.build(profile, ignore, mtime_window)
+    with entry_progress(wanted(quiet or as_json), "comparing") as hook:
+        result = compare_trees(src, dst, policy, algorithm, threads, one_file_system, progress=hook)
+    render = json_report.render_compare if as_json else text_report.render_compare
+    sys.stdout.write(render(result))
+    return result.exit_code

@@ -1,0 +1,122 @@
+"""Differences between two entries found at the same path.
+
+diff_pair() applies a ComparePolicy to one (src, dst) pair.  An entry that
+could not be read (or changed while being read) yields only an `error` or
+`changed` difference: nothing about it may count as identical.
+"""
+
+import datetime
+import stat
+from dataclasses import dataclass
+
+from zverify.compare.policy import ComparePolicy, DiffKind
+from zverify.entry import Entry, Kind, error_text, permissions
+from zverify.pathnames import display
+
+JsonValue = str | int | None
+
+
+@dataclass
+class Difference:
+    path: bytes
+    kind: DiffKind
+    detail: str
+    src: JsonValue = None
+    dst: JsonValue = None
+    members: tuple[bytes, ...] = ()  # hardlink group members
+    entries_below: int = 0  # entries inside a missing/extra/retyped directory
+
+
+def diff_pair(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]:
+    problem = _unreadable(src, dst)
+    if problem is not None:
+        return [problem]
+    if src.kind != dst.kind:
+        labels = Kind(src.kind).label, Kind(dst.kind).label
+        return [Difference(src.path, DiffKind.TYPE, "{} -> {}".format(*labels), *labels)]
+    found = _payload_difference(src, dst)
+    found += _metadata_differences(src, dst, policy)
+    return [d for d in found if policy.checks(d.kind)]
+
+
+def _unreadable(src: Entry, dst: Entry) -> Difference | None:
+    for side, entry in (("SRC", src), ("DST", dst)):
+        text = error_text(entry)
+        if text is not None:
+            return Difference(entry.path, DiffKind.ERROR, f"{side}: {text}")
+    for side, entry in (("SRC", src), ("DST", dst)):
+        if entry.changed is not None:
+            what = "replaced" if entry.changed == "replaced" else "modified"
+            return Difference(entry.path, DiffKind.CHANGED, f"{side}: {what} while being read")
+    return None
+
+
+def _payload_difference(src: Entry, dst: Entry) -> list[Difference]:
+    """Content of files, targets of symlinks, numbers of devices."""
+    if src.kind == Kind.FILE:
+        if src.digest is None or dst.digest is None:
+            side = "SRC" if src.digest is None else "DST"
+            return [Difference(src.path, DiffKind.ERROR, f"{side}: content was not hashed")]
+        if src.size != dst.size:
+            return [_content(src, dst, f"size {src.size} -> {dst.size}")]
+        if src.digest != dst.digest:
+            return [_content(src, dst, "same size, different bytes")]
+    elif src.kind == Kind.SYMLINK and src.link != dst.link:
+        targets = display(src.link or b"")[0], display(dst.link or b"")[0]
+        return [
+            Difference(src.path, DiffKind.SYMLINK, "-> {!r} vs -> {!r}".format(*targets), *targets)
+        ]
+    elif src.kind in (Kind.CHAR, Kind.BLOCK) and src.rdev != dst.rdev:
+        devs = _device(src.rdev), _device(dst.rdev)
+        return [Difference(src.path, DiffKind.SPECIAL, "device {} -> {}".format(*devs), *devs)]
+    return []
+
+
+def _content(src: Entry, dst: Entry, detail: str) -> Difference:
+    left = src.digest.hex() if src.digest else None
+    right = dst.digest.hex() if dst.digest else None
+    return Difference(src.path, DiffKind.CONTENT, detail, left, right)
+
+
+def _device(rdev: int) -> str:
+    import os
+
+    return f"{os.major(rdev)}:{os.minor(rdev)}"
+
+
+def _metadata_differences(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]:
+    found = []
+    # Linux symlinks always have mode 0777 and it cannot be changed.
+    if src.kind != Kind.SYMLINK and permissions(src) != permissions(dst):
+        modes = stat.filemode(src.mode), stat.filemode(dst.mode)
+        found.append(Difference(src.path, DiffKind.MODE, "{} -> {}".format(*modes), *modes))
+    if (src.uid, src.gid) != (dst.uid, dst.gid):
+        owners = f"{src.uid}:{src.gid}", f"{dst.uid}:{dst.gid}"
+        found.append(Difference(src.path, DiffKind.OWNER, "{} -> {}".format(*owners), *owners))
+    if abs(src.mtime_ns - dst.mtime_ns) > policy.mtime_window_ns:
+        times = _timestamp(src.mtime_ns), _timestamp(dst.mtime_ns)
+        found.append(Difference(src.path, DiffKind.MTIME, "{} -> {}".format(*times), *times))
+    if policy.needs_xattrs and src.xattrs != dst.xattrs:
+        found.append(_xattr_difference(src, dst))
+    return found
+
+
+def _timestamp(ns: int) -> str:
+    seconds, frac = divmod(ns, 1_000_000_000)
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{frac:09d}Z"
+
+
+def _xattr_difference(src: Entry, dst: Entry) -> Difference:
+    left, right = dict(src.xattrs or ()), dict(dst.xattrs or ())
+    names = sorted(set(left) | set(right))
+    changes = []
+    for name in names:
+        label = display(name)[0]
+        if name not in right:
+            changes.append(f"-{label}")
+        elif name not in left:
+            changes.append(f"+{label}")
+        elif left[name] != right[name]:
+            changes.append(f"~{label}")
+    return Difference(src.path, DiffKind.XATTR, " ".join(changes))

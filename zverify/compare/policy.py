@@ -1,0 +1,94 @@
+"""ComparePolicy: which kinds of difference count, validated once.
+
+A profile names a set of checked attributes, from what `find | md5sum`
+checks up to everything a faithful copy can preserve.  Directory sizes,
+atimes and ctimes are never compared: no copy tool can preserve them.
+"""
+
+import enum
+from dataclasses import dataclass
+
+from zverify.errors import UsageError
+
+
+class DiffKind(enum.StrEnum):
+    """Kinds of difference, with the exact names used in JSON."""
+
+    MISSING = "missing"  # only in SRC
+    EXTRA = "extra"  # only in DST
+    TYPE = "type"
+    CONTENT = "content"
+    SYMLINK = "symlink"  # link target string differs (links are never followed)
+    HARDLINK = "hardlink"  # the partition of paths into inodes differs
+    MODE = "mode"
+    OWNER = "owner"
+    MTIME = "mtime"
+    XATTR = "xattr"  # includes POSIX ACLs (system.posix_acl_*)
+    SPECIAL = "special"  # device major/minor
+    ERROR = "error"  # could not be read: never identical
+    CHANGED = "changed"  # changed while being read
+
+
+ALWAYS = frozenset(
+    {
+        DiffKind.MISSING,
+        DiffKind.EXTRA,
+        DiffKind.TYPE,
+        DiffKind.CONTENT,
+        DiffKind.SYMLINK,
+        DiffKind.ERROR,
+        DiffKind.CHANGED,
+    }
+)
+RSYNC_A = ALWAYS | {DiffKind.MODE, DiffKind.OWNER, DiffKind.MTIME, DiffKind.SPECIAL}
+RSYNC_AH = RSYNC_A | {DiffKind.HARDLINK}
+FULL = RSYNC_AH | {DiffKind.XATTR}
+
+PROFILES: dict[str, frozenset[DiffKind]] = {
+    "content": ALWAYS,
+    "rsync-a": RSYNC_A,
+    "rsync-aH": RSYNC_AH,
+    "full": FULL,
+}
+NEVER_IGNORED = frozenset({DiffKind.ERROR, DiffKind.CHANGED})
+
+
+@dataclass(frozen=True)
+class ComparePolicy:
+    profile: str = "full"
+    checked: frozenset[DiffKind] = FULL
+    mtime_window_ns: int = 0
+
+    @classmethod
+    def build(
+        cls, profile: str = "full", ignore: str | None = None, mtime_window: float = 0.0
+    ) -> "ComparePolicy":
+        """Validate user input into a policy; raises UsageError naming the bad part."""
+        if profile not in PROFILES:
+            raise UsageError(f"unknown profile {profile!r} (choose from {', '.join(PROFILES)})")
+        if mtime_window < 0:
+            raise UsageError("--mtime-window must be >= 0 seconds")
+        return cls(profile, PROFILES[profile] - _parse_ignore(ignore), round(mtime_window * 1e9))
+
+    def checks(self, kind: DiffKind) -> bool:
+        return kind in self.checked
+
+    @property
+    def needs_xattrs(self) -> bool:
+        return DiffKind.XATTR in self.checked
+
+
+def _parse_ignore(ignore: str | None) -> set[DiffKind]:
+    kinds: set[DiffKind] = set()
+    for name in filter(None, (part.strip() for part in (ignore or "").split(","))):
+        try:
+            kind = DiffKind(name)
+        except ValueError:
+            valid = ", ".join(k.value for k in DiffKind if k not in NEVER_IGNORED)
+            raise UsageError(
+                f"--ignore: unknown attribute {name!r} (choose from {valid})"
+            ) from None
+        if kind in NEVER_IGNORED:
+            raise UsageError(f"--ignore: {name!r} cannot be ignored: it means 'not verified'")
+        kinds.add(kind)
+    return kinds

@@ -1,0 +1,125 @@
+"""Size accounting: what `du` prints for each tree, and why the totals differ.
+
+SideTally adds up each tree exactly as GNU du does for one operand: every
+entry's st_blocks*512 (or st_size with --apparent-size), each inode with
+nlink > 1 counted once (directories are never deduplicated by du), plus the
+naive per-path sums that ignore hardlinks.
+
+Explanation splits DST - SRC into named components.  Each is computed from
+the same per-entry numbers that make up the totals, so the components add
+up exactly (the `unexplained` remainder is the check, and it is 0 unless
+something here is wrong):
+
+  du = naive - hardlink_savings, so
+  du(DST) - du(SRC) = only-in-DST - only-in-SRC + sum over common paths of
+                      (dst - src) - (savings(DST) - savings(SRC))
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from zverify.entry import Entry, Kind
+
+
+@dataclass
+class SideTally:
+    du_bytes: int = 0
+    du_apparent_bytes: int = 0
+    naive_bytes: int = 0
+    naive_apparent_bytes: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    _seen_inodes: set[tuple[int, int]] = field(default_factory=set)
+
+    def add(self, entry: Entry) -> None:
+        self.counts[Kind(entry.kind).label] += 1
+        self.naive_bytes += entry.alloc
+        self.naive_apparent_bytes += entry.size
+        if entry.kind != Kind.DIR and entry.nlink > 1:
+            key = (entry.dev, entry.ino)
+            if key in self._seen_inodes:
+                return
+            self._seen_inodes.add(key)
+        self.du_bytes += entry.alloc
+        self.du_apparent_bytes += entry.size
+
+    @property
+    def hardlink_savings(self) -> tuple[int, int]:
+        """(apparent, allocated) bytes du does not count twice."""
+        return (
+            self.naive_apparent_bytes - self.du_apparent_bytes,
+            self.naive_bytes - self.du_bytes,
+        )
+
+
+# Components in the order they are shown, with their human labels.
+COMPONENTS = {
+    "hardlinks": "hardlinks broken or joined",
+    "sparse": "sparse holes filled or punched",
+    "allocation": "compression and block allocation",
+    "directories": "directory sizes (filesystem-specific)",
+    "content": "content that differs (or could not be read)",
+    "missing": "entries only in SRC",
+    "extra": "entries only in DST",
+    "unexplained": "unexplained",
+}
+
+
+@dataclass
+class Explanation:
+    """(apparent, allocated) byte deltas per component, DST - SRC."""
+
+    apparent: Counter[str] = field(default_factory=Counter)
+    allocated: Counter[str] = field(default_factory=Counter)
+
+    def add(self, component: str, apparent: int, allocated: int) -> None:
+        self.apparent[component] += apparent
+        self.allocated[component] += allocated
+
+    def add_only(self, component: str, entry: Entry, sign: int) -> None:
+        self.add(component, sign * entry.size, sign * entry.alloc)
+
+    def add_pair(self, src: Entry, dst: Entry, same_payload: bool) -> None:
+        """A path in both trees; same_payload: same type and same bytes/target."""
+        d_apparent, d_alloc = dst.size - src.size, dst.alloc - src.alloc
+        if not same_payload:
+            self.add("content", d_apparent, d_alloc)
+        elif src.kind == Kind.DIR:
+            self.add("directories", d_apparent, d_alloc)
+        else:
+            sparse = _sparse_share(src, dst, d_alloc)
+            self.add("sparse", 0, sparse)
+            self.add("allocation", d_apparent, d_alloc - sparse)
+
+    def finish(self, src: SideTally, dst: SideTally) -> None:
+        """Add the hardlink component and the unexplained remainder."""
+        (s_app, s_alloc), (d_app, d_alloc) = src.hardlink_savings, dst.hardlink_savings
+        self.add("hardlinks", s_app - d_app, s_alloc - d_alloc)
+        want_app = dst.du_apparent_bytes - src.du_apparent_bytes
+        want_alloc = dst.du_bytes - src.du_bytes
+        self.add(
+            "unexplained",
+            want_app - sum(self.apparent.values()),
+            want_alloc - sum(self.allocated.values()),
+        )
+
+    def rows(self) -> list[dict[str, str | int]]:
+        return [
+            {
+                "component": name,
+                "label": label,
+                "apparent_bytes": self.apparent[name],
+                "allocated_bytes": self.allocated[name],
+            }
+            for name, label in COMPONENTS.items()
+        ]
+
+
+def _sparse_share(src: Entry, dst: Entry, d_alloc: int) -> int:
+    """The part of a file's allocation change explained by data extents
+    (holes filled or punched), never more than the change itself."""
+    if src.kind != Kind.FILE:
+        return 0
+    d_data = dst.data_bytes - src.data_bytes
+    if d_data == 0 or (d_data > 0) != (d_alloc > 0) or d_alloc == 0:
+        return 0
+    return d_data if abs(d_data) < abs(d_alloc) else d_alloc

@@ -1,0 +1,55 @@
+"""What one walked entry is: the C core's Record, plus names for its kinds.
+
+Records are the C core's immutable struct-sequences (zverify._zvcore.Record);
+they are used as they are, without copying into another class, because a
+walk yields millions of them.
+"""
+
+import enum
+import os
+import stat
+
+from zverify import _zvcore
+
+Entry = _zvcore.Record
+
+
+class Kind(enum.IntEnum):
+    FILE = _zvcore.KIND_FILE
+    DIR = _zvcore.KIND_DIR
+    SYMLINK = _zvcore.KIND_SYMLINK
+    FIFO = _zvcore.KIND_FIFO
+    SOCKET = _zvcore.KIND_SOCKET
+    CHAR = _zvcore.KIND_CHAR
+    BLOCK = _zvcore.KIND_BLOCK
+    UNKNOWN = _zvcore.KIND_UNKNOWN
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {
+    Kind.FILE: "file",
+    Kind.DIR: "dir",
+    Kind.SYMLINK: "symlink",
+    Kind.FIFO: "fifo",
+    Kind.SOCKET: "socket",
+    Kind.CHAR: "chardev",
+    Kind.BLOCK: "blockdev",
+    Kind.UNKNOWN: "unknown",
+}
+
+
+def permissions(entry: Entry) -> int:
+    """The preservable mode bits (permissions, setuid/setgid/sticky)."""
+    return stat.S_IMODE(entry.mode)
+
+
+def error_text(entry: Entry) -> str | None:
+    """'read at byte 4096: Input/output error' for an entry with an error."""
+    if entry.error is None:
+        return None
+    op, err, offset = entry.error
+    where = f" at byte {offset}" if offset >= 0 else ""
+    return f"{op}{where}: {os.strerror(err)}"

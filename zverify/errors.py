@@ -1,0 +1,28 @@
+"""Errors that end a command, each with the exit code it maps to.
+
+Per-entry problems (an unreadable file, a truncated stream) are not
+exceptions: they are values inside a result.  These classes are for what
+stops a whole command: a root that cannot be opened, bad options.
+"""
+
+from zverify import exitcodes
+
+
+class ZverifyError(Exception):
+    """A failure the user can act on; the CLI prints `str(err)` and exits."""
+
+    exit_code = exitcodes.TROUBLE
+
+
+class UsageError(ZverifyError):
+    """Options that make no sense together or name unknown things."""
+
+
+class RootError(ZverifyError):
+    """SRC or DST cannot be walked at all."""
+
+    def __init__(self, side: str, path: str, reason: str) -> None:
+        super().__init__(f"cannot read {side} root {path!r}: {reason}")
+        self.side = side
+        self.path = path
+        self.reason = reason

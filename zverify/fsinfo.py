@@ -1,0 +1,52 @@
+"""Which filesystem holds a path, and its ZFS properties when it is ZFS.
+
+Used to explain size differences: the same bytes take different space on
+ext4, btrfs and an lz4 ZFS dataset.
+"""
+
+import os
+from dataclasses import dataclass
+
+from zverify.zfs import zfscli
+
+
+@dataclass(frozen=True)
+class FsInfo:
+    fstype: str
+    source: str
+    mountpoint: str
+    zfs: dict[str, str] | None = None  # compression, compressratio, recordsize
+
+
+def _unescape_mountinfo(field: str) -> str:
+    # mountinfo writes space, tab, newline and backslash as octal escapes
+    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        field = field.replace(code, char)
+    return field
+
+
+def _mounts() -> list[tuple[str, str, str]]:
+    """(mountpoint, fstype, source) for every mount, from /proc/self/mountinfo."""
+    mounts = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                fields, tail = left.split(), right.split()
+                if len(fields) >= 5 and len(tail) >= 2:
+                    mounts.append((_unescape_mountinfo(fields[4]), tail[0], tail[1]))
+    except OSError:
+        pass
+    return mounts
+
+
+def filesystem_of(path: str) -> FsInfo:
+    real = os.path.realpath(path)
+    best = ("/", "unknown", "unknown")
+    for mountpoint, fstype, source in _mounts():
+        inside = real == mountpoint or real.startswith(mountpoint.rstrip("/") + "/")
+        if inside and len(mountpoint) >= len(best[0]):
+            best = (mountpoint, fstype, source)
+    mountpoint, fstype, source = best
+    zfs = zfscli.dataset_properties(source) if fstype == "zfs" else None
+    return FsInfo(fstype, source, mountpoint, zfs)

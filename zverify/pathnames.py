@@ -1,0 +1,66 @@
+"""Relative paths as bytes: canonical order and lossless display.
+
+Names are never decoded or normalised internally.  For display (text and
+JSON) a path that is valid UTF-8 is shown as is; one that is not gets its
+bad bytes written as \\xHH and every backslash doubled, and is flagged as
+escaped, so the original bytes can always be recovered.
+"""
+
+import re
+
+
+def sort_key(path: bytes) -> bytes:
+    """Key whose bytewise order is the walk's pre-order with sorted siblings.
+
+    Plain bytewise order is not pre-order ("a-b" < "a/c" because '-' < '/');
+    mapping '/' to NUL, which no name contains, makes it so.
+    """
+    return path.replace(b"/", b"\0")
+
+
+def is_under(path: bytes, parent: bytes) -> bool:
+    """True when path lies strictly inside directory parent (b"" = root)."""
+    if parent == b"":
+        return path != b""
+    return path.startswith(parent) and path[len(parent) : len(parent) + 1] == b"/"
+
+
+def display(path: bytes) -> tuple[str, bool]:
+    """Return (text, escaped): the path for humans and JSON, losslessly."""
+    try:
+        return path.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return unescapable(path), True
+
+
+def unescapable(path: bytes) -> str:
+    """Escape: backslash doubled, undecodable bytes as \\xHH, the rest as UTF-8."""
+    text = path.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\")
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+
+
+def restore(text: str, escaped: bool) -> bytes:
+    """Inverse of display()."""
+    if not escaped:
+        return text.encode("utf-8")
+    out = bytearray()
+    for token in re.finditer(r"\\\\|\\x([0-9a-f]{2})|[^\\]+", text):
+        if token.group(0) == "\\\\":
+            out += b"\\"
+        elif token.group(1):
+            out.append(int(token.group(1), 16))
+        else:
+            out += token.group(0).encode("utf-8")
+    return bytes(out)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def for_terminal(path: bytes) -> str:
+    """One-line form for text output: control characters (a newline in a
+    name) become \\n-style escapes so a difference stays on one line."""
+    text, _ = display(path)
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group(0)):02x}" if m.group(0) != "\n" else "\\n", text
+    )

@@ -1,0 +1,33 @@
+"""Progress on stderr with tqdm, only for a human watching a terminal.
+
+Off with --quiet, with --json, and whenever stderr is not a TTY, so scripts
+and logs see nothing but results and diagnostics.
+"""
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+
+def wanted(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@contextmanager
+def entry_progress(enabled: bool, desc: str) -> Iterator[Callable[[int, int], None] | None]:
+    """Yields a hook(entries, bytes) that updates one bar, or None if disabled."""
+    if not enabled:
+        yield None
+        return
+    bar = tqdm(desc=desc, unit=" entries", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+    def hook(entries: int, nbytes: int) -> None:
+        bar.update(entries - bar.n)
+        bar.set_postfix_str(f"{nbytes / 1e6:,.0f} MB read", refresh=False)
+
+    try:
+        yield hook
+    finally:
+        bar.close()

@@ -1,0 +1,1 @@
+"""Rendering of results: human text (text.py) and JSON (json.py); no computing here."""

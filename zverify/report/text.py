@@ -1,0 +1,94 @@
+"""Human rendering of a CompareResult: one line per difference, a summary,
+and the size table that explains why `du` differs."""
+
+from zverify.compare import CompareResult
+from zverify.compare.diffs import Difference
+from zverify.compare.policy import DiffKind
+from zverify.compare.sizes import COMPONENTS, SideTally
+from zverify.fsinfo import FsInfo
+from zverify.pathnames import for_terminal
+
+# One-character codes, in the spirit of rsync --itemize-changes.
+CODES = {
+    DiffKind.MISSING: "-",
+    DiffKind.EXTRA: "+",
+    DiffKind.TYPE: "T",
+    DiffKind.CONTENT: "C",
+    DiffKind.SYMLINK: "L",
+    DiffKind.HARDLINK: "H",
+    DiffKind.MODE: "p",
+    DiffKind.OWNER: "o",
+    DiffKind.MTIME: "t",
+    DiffKind.XATTR: "x",
+    DiffKind.SPECIAL: "D",
+    DiffKind.ERROR: "!",
+    DiffKind.CHANGED: "~",
+}
+
+
+def difference_line(d: Difference) -> str:
+    path = for_terminal(d.path) or "."
+    detail = d.detail
+    if d.entries_below:
+        detail += f" (+{d.entries_below} entries below)"
+    if d.members:
+        detail += ": " + ", ".join(for_terminal(m) for m in d.members)
+    return f"{CODES[d.kind]} {d.kind.value:<8} {path}  {detail}"
+
+
+def _num(n: int, signed: bool = False) -> str:
+    return f"{n:+,}" if signed else f"{n:,}"
+
+
+def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
+    kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(tally.counts.items()))
+    where = f"{fs.fstype} {fs.source}"
+    if fs.zfs:
+        props = ", ".join(f"{k}={v}" for k, v in fs.zfs.items() if k != "dataset")
+        where += f" ({props})"
+    return f"{label} {root}: {sum(tally.counts.values()):,} entries ({kinds}) on {where}"
+
+
+def _verdict(result: CompareResult) -> str:
+    if result.identical:
+        return f"IDENTICAL under profile {result.policy.profile}"
+    counts = ", ".join(f"{k} {n:,}" for k, n in sorted(result.counts.items()))
+    word = "INCOMPLETE" if result.errors else "DIFFERENT"
+    total = len(result.differences)
+    return f"{word}: {total:,} difference{'s' * (total != 1)} ({counts})"
+
+
+def size_table(result: CompareResult) -> list[str]:
+    s, d = result.src_sizes, result.dst_sizes
+    rows = [
+        ("du -B1", s.du_bytes, d.du_bytes),
+        ("du --apparent-size", s.du_apparent_bytes, d.du_apparent_bytes),
+        ("per-path sum (allocated)", s.naive_bytes, d.naive_bytes),
+        ("per-path sum (apparent)", s.naive_apparent_bytes, d.naive_apparent_bytes),
+    ]
+    lines = [f"{'':<26}{'SRC':>16}{'DST':>16}{'DST-SRC':>16}"]
+    lines += [f"{n:<26}{_num(a):>18}{_num(b):>18}{_num(b - a, True):>18}" for n, a, b in rows]
+    lines += ["", f"{'why du differs (DST-SRC)':<44}{'apparent':>18}{'allocated':>18}"]
+    ex = result.explanation
+    for name, label in COMPONENTS.items():
+        if ex.apparent[name] or ex.allocated[name]:
+            app, alloc = _num(ex.apparent[name], True), _num(ex.allocated[name], True)
+            lines.append(f"  {label:<42}{app:>18}{alloc:>18}")
+    total_app = d.du_apparent_bytes - s.du_apparent_bytes
+    total_alloc = d.du_bytes - s.du_bytes
+    lines.append(f"  {'total':<42}{_num(total_app, True):>18}{_num(total_alloc, True):>18}")
+    return lines
+
+
+def render_compare(result: CompareResult) -> str:
+    lines = [difference_line(d) for d in result.differences]
+    if lines:
+        lines.append("")
+    lines += [
+        _side_line("SRC", result.src_root, result.src_sizes, result.src_fs),
+        _side_line("DST", result.dst_root, result.dst_sizes, result.dst_fs),
+        f"{_verdict(result)}  [profile {result.policy.profile}, {result.algorithm.value}]",
+        "",
+        *size_table(result),
+    ]
+    return "\n".join(lines) + "\n"

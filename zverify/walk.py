@@ -1,0 +1,150 @@
+"""Walk one tree: a Python facade over the C walker.
+
+TreeWalk turns options into a zverify._zvcore.Walker, flattens its batches
+into an iterator of entries, and exposes counters for progress bars.  With
+BLAKE3 the C core only stats and maps files; this module then hashes each
+batch's files with the `blake3` binding in a thread pool (the binding and
+os.preadv release the GIL, so the threads really run in parallel).
+"""
+
+import errno
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import blake3
+
+from zverify import _zvcore
+from zverify.entry import Entry, Kind
+from zverify.errors import RootError
+from zverify.hashing import Algorithm
+
+BLOCK_SIZE = 1 << 20
+# Index of fields in a Record, for rebuilding one with a BLAKE3 digest.
+_DIGEST, _ERROR, _CHANGED = 17, 18, 19
+
+
+def default_threads() -> int:
+    return max(1, min(os.cpu_count() or 1, 64))
+
+
+@dataclass(frozen=True)
+class WalkOptions:
+    algorithm: Algorithm = Algorithm.XXH3_128
+    threads: int = field(default_factory=default_threads)
+    hash_content: bool = True
+    xattrs: bool = True
+    one_file_system: bool = False
+
+
+class TreeWalk:
+    """The entries of one tree in canonical order (pre-order, sorted names)."""
+
+    def __init__(self, root: str | bytes, options: WalkOptions, side: str = "root") -> None:
+        self.root = os.fsencode(root)
+        self.options = options
+        in_c = options.hash_content and options.algorithm is Algorithm.XXH3_128
+        try:
+            self._walker = _zvcore.Walker(
+                self.root,
+                algo=_zvcore.ALGO_XXH3_128 if in_c else _zvcore.ALGO_NONE,
+                threads=options.threads,
+                block_size=BLOCK_SIZE,
+                one_file_system=options.one_file_system,
+                xattrs=options.xattrs,
+            )
+        except OSError as err:
+            raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None
+        self._blake3 = options.hash_content and options.algorithm is Algorithm.BLAKE3
+        self._pool = ThreadPoolExecutor(options.threads) if self._blake3 else None
+        self._blake3_bytes = 0
+
+    def __iter__(self) -> Iterator[Entry]:
+        for batch in self._walker:
+            if self._pool is not None:
+                batch = list(self._pool.map(self._hash_blake3, batch))
+            yield from batch
+
+    def progress(self) -> tuple[int, int]:
+        """(entries produced, file bytes read) so far."""
+        entries, nbytes = self._walker.counters()
+        return entries, nbytes + self._blake3_bytes
+
+    def close(self) -> None:
+        self._walker.close()
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def _hash_blake3(self, entry: Entry) -> Entry:
+        if entry.kind != Kind.FILE or entry.error is not None or entry.changed is not None:
+            return entry
+        fields = list(entry)
+        try:
+            fields[_DIGEST], fields[_CHANGED] = self._blake3_file(entry)
+        except _ReadError as err:
+            fields[_ERROR] = (err.op, err.errno, err.offset)
+        return Entry(fields)
+
+    def _blake3_file(self, entry: Entry) -> tuple[bytes | None, str | None]:
+        fd = _open_below(self.root, entry.path)
+        try:
+            if not _same_inode(os.fstat(fd), entry):
+                return None, "replaced"
+            hasher = blake3.blake3(max_threads=blake3.blake3.AUTO if entry.size > 1 << 24 else 1)
+            buf = bytearray(BLOCK_SIZE)
+            offset = 0
+            while True:
+                try:
+                    n = os.preadv(fd, [buf], offset)
+                except OSError as err:
+                    raise _ReadError("read", err.errno or errno.EIO, offset) from None
+                if n == 0:
+                    break
+                hasher.update(memoryview(buf)[:n])
+                offset += n
+                self._blake3_bytes += n
+            if offset != entry.size or not _same_inode(os.fstat(fd), entry):
+                return None, "modified"
+            return hasher.digest(), None
+        finally:
+            os.close(fd)
+
+
+class _ReadError(Exception):
+    def __init__(self, op: str, err: int, offset: int) -> None:
+        super().__init__(op)
+        self.op, self.errno, self.offset = op, err, offset
+
+
+def _same_inode(st: os.stat_result, entry: Entry) -> bool:
+    return (
+        st.st_ino == entry.ino
+        and st.st_dev == entry.dev
+        and st.st_size == entry.size
+        and st.st_mtime_ns == entry.mtime_ns
+        and st.st_ctime_ns == entry.ctime_ns
+    )
+
+
+def _open_below(root: bytes, rel: bytes) -> int:
+    """Open root/rel read-only without following symlinks or touching atime.
+
+    Paths longer than PATH_MAX are opened one directory at a time.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    *dirs, name = rel.split(b"/")
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in dirs:
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        try:
+            return os.open(name, flags | os.O_NOATIME, dir_fd=dir_fd)
+        except PermissionError:
+            return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as err:
+        raise _ReadError("open", err.errno or errno.EIO, -1) from None
+    finally:
+        os.close(dir_fd)
