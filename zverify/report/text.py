@@ -66,7 +66,7 @@ def size_table(result: CompareResult) -> list[str]:
         ("per-path sum (allocated)", s.naive_bytes, d.naive_bytes),
         ("per-path sum (apparent)", s.naive_apparent_bytes, d.naive_apparent_bytes),
     ]
-    lines = [f"{'':<26}{'SRC':>16}{'DST':>16}{'DST-SRC':>16}"]
+    lines = [f"{'':<26}{'SRC':>18}{'DST':>18}{'DST-SRC':>18}"]
     lines += [f"{n:<26}{_num(a):>18}{_num(b):>18}{_num(b - a, True):>18}" for n, a, b in rows]
     lines += ["", f"{'why du differs (DST-SRC)':<44}{'apparent':>18}{'allocated':>18}"]
     ex = result.explanation
