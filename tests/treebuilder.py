@@ -52,6 +52,8 @@ def build_rich_tree(root: Path, big_sparse: bool = True) -> Path:
     os.link(root / "links/one", root / "bin/three")
     write(root / "same-1", b"same bytes, separate inodes\n")
     write(root / "same-2", b"same bytes, separate inodes\n")
+    for name in ("same-1", "same-2"):  # equal in every attribute, so they can be joined
+        os.utime(root / name, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
     write(root / "pair-a", b"pair\n")
     os.link(root / "pair-a", root / "pair-b")
     os.symlink("../docs/readme.txt", root / "bin/rel-link")
