@@ -39,10 +39,14 @@ def _native() -> Availability:
 
 def _vm() -> Availability:
     if not shutil.which("qemu-system-x86_64"):
-        return Availability("unavailable", "qemu-system-x86_64 missing: apt-get install qemu-system-x86")
+        return Availability(
+            "unavailable", "qemu-system-x86_64 missing: apt-get install qemu-system-x86"
+        )
     if not image.is_built():
-        return Availability("unavailable", f"VM image not built: run `python -m tests.zfsvm build` "
-                                           f"(cache {config.cache_root()})")
+        return Availability(
+            "unavailable",
+            f"VM image not built: run `python -m tests.zfsvm build` (cache {config.cache_root()})",
+        )
     return Availability("vm", qemu.expected_accel())
 
 

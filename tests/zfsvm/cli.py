@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 
@@ -21,9 +20,13 @@ def cmd_build(args) -> int:
 
 
 def cmd_status(args) -> int:
-    info = {"cache": str(config.cache_root()), "key": config.image_key(),
-            "image": str(config.image_dir()), "built": image.is_built(),
-            "pydeps": str(config.pydeps_dir())}
+    info = {
+        "cache": str(config.cache_root()),
+        "key": config.image_key(),
+        "image": str(config.image_dir()),
+        "built": image.is_built(),
+        "pydeps": str(config.pydeps_dir()),
+    }
     if info["built"]:
         info["image_info"] = json.loads((config.image_dir() / "image.json").read_text())
     print(json.dumps(info, indent=1))
@@ -67,7 +70,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     b.set_defaults(func=cmd_build)
     sub.add_parser("status", help="print cache paths and whether the image is built").set_defaults(
-        func=cmd_status)
+        func=cmd_status
+    )
     r = sub.add_parser("run", help="boot the VM, run one command (argv), power off")
     r.add_argument("--timeout", type=float, default=600)
     r.add_argument("argv", nargs=argparse.REMAINDER)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import sys
 from pathlib import Path
 
@@ -24,14 +25,12 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 # Installed by debootstrap itself (small, from main).
 BASE_PACKAGES = (
-    "kmod udev procps python3 rsync attr acl libxxhash0 coreutils findutils "
-    "util-linux e2fsprogs"
+    "kmod udev procps python3 rsync attr acl libxxhash0 coreutils findutils util-linux e2fsprogs"
 )
 # Kernel 6.1 with headers for dkms, plus the userland; zfs-dkms comes after so
 # its postinst finds the headers.
 KERNEL_PACKAGES = (
-    "linux-image-amd64 linux-headers-amd64 dkms build-essential "
-    "zfsutils-linux python3-pyzfs"
+    "linux-image-amd64 linux-headers-amd64 dkms build-essential zfsutils-linux python3-pyzfs"
 )
 ZFS_PACKAGES = "zfs-dkms"
 
@@ -45,7 +44,8 @@ MIN_FREE_BYTES = 5 * 1024**3
 def cache_root() -> Path:
     """The cache directory: ``$ZVERIFY_VM_CACHE`` or ``~/.cache/zverify-vm``."""
     env = os.environ.get("ZVERIFY_VM_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "zverify-vm"
+    # The account's home, not $HOME: the test suite points $HOME at a temp dir per test.
+    return Path(env) if env else Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".cache" / "zverify-vm"
 
 
 def mirror() -> str:

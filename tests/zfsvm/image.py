@@ -45,7 +45,9 @@ def require_tools(names) -> None:
     missing = missing_tools(names)
     if missing:
         pkgs = " ".join(sorted({HOST_TOOLS[n] for n in missing}))
-        raise HarnessError(f"missing {', '.join(missing)}: install with `apt-get install -y {pkgs}`")
+        raise HarnessError(
+            f"missing {', '.join(missing)}: install with `apt-get install -y {pkgs}`"
+        )
 
 
 def require_root(what: str) -> None:
@@ -70,7 +72,8 @@ def require_mirror(url: str) -> None:
             resp.read(64)
     except OSError as exc:
         raise HarnessError(
-            f"Debian mirror unreachable ({release}: {exc}); check the network or set ZVERIFY_VM_MIRROR"
+            f"Debian mirror unreachable ({release}: {exc}); "
+            "check the network or set ZVERIFY_VM_MIRROR"
         ) from exc
 
 
@@ -102,10 +105,16 @@ def _run_build_script(workdir: Path, outdir: Path) -> None:
     """Run the build script; progress lines go to stderr, everything to build.log."""
     logpath = workdir / "build.log"
     cmd = ["bash", str(config.BUILD_SCRIPT), str(workdir), str(outdir)]
-    with open(logpath, "w") as logfh:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=_script_env(workdir), text=True,
-                                errors="replace")
+    with open(logpath, "w", buffering=1) as logfh:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=_script_env(workdir),
+            text=True,
+            errors="replace",
+        )
         for line in proc.stdout:
             logfh.write(line)
             if line.startswith("[zvbuild"):
@@ -162,11 +171,27 @@ def ensure_pydeps() -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         start = time.monotonic()
         log(f"pip install --target {target} {' '.join(config.PYDEPS)}")
-        proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               "--no-input", "--target", str(tmp), *config.PYDEPS],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--target",
+                str(tmp),
+                *config.PYDEPS,
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
-            raise HarnessError(f"pip install of the guest's Python deps failed:\n{proc.stderr[-3000:]}")
+            raise HarnessError(
+                f"pip install of the guest's Python deps failed:\n{proc.stderr[-3000:]}"
+            )
         (tmp / ".complete").touch()
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)

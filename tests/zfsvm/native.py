@@ -35,15 +35,34 @@ class NativeZfsHost:
         self.python = (sys.executable,)
         self.repo = str(config.REPO_ROOT)
 
-    def run(self, argv, *, timeout: float = 600, check: bool = False, input=None, env=None,
-            cwd: str | None = None, text: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        argv,
+        *,
+        timeout: float = 600,
+        check: bool = False,
+        input=None,
+        env=None,
+        cwd: str | None = None,
+        text: bool = True,
+    ) -> subprocess.CompletedProcess:
         full_env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [self.repo, os.environ.get("PYTHONPATH")]))
+        full_env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [self.repo, os.environ.get("PYTHONPATH")])
+        )
         full_env.update(env or {})
         kw = {"encoding": "utf-8", "errors": "replace"} if text else {}
-        return subprocess.run([str(a) for a in argv], input=input, capture_output=True, check=check,
-                              timeout=timeout, env=full_env, cwd=cwd or self.repo,
-                              stdin=None if input is not None else subprocess.DEVNULL, **kw)
+        return subprocess.run(
+            [str(a) for a in argv],
+            input=input,
+            capture_output=True,
+            check=check,
+            timeout=timeout,
+            env=full_env,
+            cwd=cwd or self.repo,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            **kw,
+        )
 
     def sh(self, script: str, **kw) -> subprocess.CompletedProcess:
         return self.run(["sh", "-ec", script], **kw)

@@ -42,20 +42,46 @@ class MachineSpec:
 
 
 def command(spec: MachineSpec, accel: str) -> list[str]:
-    cmd = ["qemu-system-x86_64", "-name", "zverify-zfs", "-nodefaults", "-display", "none",
-           "-no-reboot", "-m", str(spec.memory_mib), "-smp", str(spec.cpus), *ACCEL_ARGS[accel],
-           "-kernel", str(spec.image / "vmlinuz"), "-initrd", str(spec.image / "initrd.img"),
-           "-append", KERNEL_ARGS, "-serial", f"file:{spec.console_log}", "-nic", "none",
-           "-drive", f"file={spec.image / 'rootfs.img'},format=raw,if=virtio,snapshot=on"]
+    cmd = [
+        "qemu-system-x86_64",
+        "-name",
+        "zverify-zfs",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-m",
+        str(spec.memory_mib),
+        "-smp",
+        str(spec.cpus),
+        *ACCEL_ARGS[accel],
+        "-kernel",
+        str(spec.image / "vmlinuz"),
+        "-initrd",
+        str(spec.image / "initrd.img"),
+        "-append",
+        KERNEL_ARGS,
+        "-serial",
+        f"file:{spec.console_log}",
+        "-nic",
+        "none",
+        "-drive",
+        f"file={spec.image / 'rootfs.img'},format=raw,if=virtio,snapshot=on",
+    ]
     for disk in spec.scratch:
         # Throwaway disks: ignoring flushes is safe and much faster under TCG.
         cmd += ["-drive", f"file={disk},format=raw,if=virtio,cache=unsafe"]
     for share in spec.shares:
         ro = ",readonly=on" if share.readonly else ""
         cmd += ["-virtfs", f"local,path={share.path},mount_tag={share.tag},security_model=none{ro}"]
-    cmd += ["-device", "virtio-serial-pci",
-            "-chardev", f"socket,id=zvagent,path={spec.socket},server=on,wait=off",
-            "-device", "virtserialport,chardev=zvagent,name=zvagent"]
+    cmd += [
+        "-device",
+        "virtio-serial-pci",
+        "-chardev",
+        f"socket,id=zvagent,path={spec.socket},server=on,wait=off",
+        "-device",
+        "virtserialport,chardev=zvagent,name=zvagent",
+    ]
     return cmd
 
 

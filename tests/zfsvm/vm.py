@@ -50,7 +50,7 @@ class _Channel:
                 return None
             try:
                 chunk = self.sock.recv(1 << 20)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if not chunk:
                 raise HarnessError("agent channel closed by qemu")
@@ -80,11 +80,13 @@ class ZfsVM:
 
     # -- boot -------------------------------------------------------------------------------
     @classmethod
-    def boot(cls, scratch_disks: int = 2, scratch_gib: int = 4, memory_mib: int = 2048) -> "ZfsVM":
+    def boot(cls, scratch_disks: int = 2, scratch_gib: int = 4, memory_mib: int = 2048) -> ZfsVM:
         imgdir = config.image_dir()
         if not image.is_built(imgdir):
-            raise HarnessError(f"VM image not built ({imgdir}): run `python -m tests.zfsvm build` "
-                               "as root (8-15 min once, then cached)")
+            raise HarnessError(
+                f"VM image not built ({imgdir}): run `python -m tests.zfsvm build` "
+                "as root (8-15 min once, then cached)"
+            )
         image.require_tools(["qemu-system-x86_64"])
         warn_missing_extension()
         pydeps = image.ensure_pydeps()
@@ -107,10 +109,14 @@ class ZfsVM:
         raise HarnessError(f"the VM did not boot: {last_error}")
 
     @classmethod
-    def _start(cls, spec: qemu.MachineSpec, accel: str, scratch_count: int) -> "ZfsVM":
+    def _start(cls, spec: qemu.MachineSpec, accel: str, scratch_count: int) -> ZfsVM:
         start = time.monotonic()
-        proc = subprocess.Popen(qemu.command(spec, accel), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            qemu.command(spec, accel),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             channel = _connect(spec.socket, proc)
             _wait_hello(channel, BOOT_TIMEOUT[accel], spec.console_log)
@@ -121,8 +127,17 @@ class ZfsVM:
         return cls(proc, channel, spec.console_log.parent, accel, scratch_count)
 
     # -- commands ---------------------------------------------------------------------------
-    def run(self, argv, *, timeout: float = 600, check: bool = False, input=None, env=None,
-            cwd: str | None = None, text: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        argv,
+        *,
+        timeout: float = 600,
+        check: bool = False,
+        input=None,
+        env=None,
+        cwd: str | None = None,
+        text: bool = True,
+    ) -> subprocess.CompletedProcess:
         """Run argv in the guest (cwd defaults to the shared checkout) and wait for it."""
         argv = [str(a) for a in argv]
         req = {"op": "run", "argv": argv, "timeout": timeout, "env": env or {}, "cwd": cwd}
@@ -153,7 +168,9 @@ class ZfsVM:
             msg = self.channel.recv(deadline)
             if msg is None:
                 self.kill()
-                raise HarnessError(f"guest agent gave no answer within {host_timeout:.0f}s; VM killed")
+                raise HarnessError(
+                    f"guest agent gave no answer within {host_timeout:.0f}s; VM killed"
+                )
             if msg.get("id") == req["id"]:
                 return msg
 
@@ -174,7 +191,7 @@ class ZfsVM:
         if os.environ.get("ZVERIFY_VM_KEEP") != "1":
             shutil.rmtree(self.rundir, ignore_errors=True)
 
-    def __enter__(self) -> "ZfsVM":
+    def __enter__(self) -> ZfsVM:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -191,11 +208,19 @@ def _machine_spec(imgdir, rundir: Path, pydeps, n_scratch, gib, memory_mib) -> q
         with open(disk, "wb") as fh:
             fh.truncate(gib * 1024**3)
         scratch.append(disk)
-    shares = [qemu.Share("zvctl", ctl, readonly=False), qemu.Share("zvrepo", config.REPO_ROOT),
-              qemu.Share("zvpydeps", pydeps)]
-    return qemu.MachineSpec(image=imgdir, socket=rundir / "agent.sock",
-                            console_log=rundir / "console.log", scratch=scratch,
-                            shares=shares, memory_mib=memory_mib)
+    shares = [
+        qemu.Share("zvctl", ctl, readonly=False),
+        qemu.Share("zvrepo", config.REPO_ROOT),
+        qemu.Share("zvpydeps", pydeps),
+    ]
+    return qemu.MachineSpec(
+        image=imgdir,
+        socket=rundir / "agent.sock",
+        console_log=rundir / "console.log",
+        scratch=scratch,
+        shares=shares,
+        memory_mib=memory_mib,
+    )
 
 
 def _connect(path: Path, proc) -> _Channel:
@@ -224,8 +249,9 @@ def _wait_hello(channel: _Channel, timeout: float, console_log: Path) -> None:
                 return
     except HarnessError as exc:
         raise HarnessError(f"{exc}; console:\n{_tail(console_log)}") from exc
-    raise HarnessError(f"no answer from the guest agent within {timeout:.0f}s; console:\n"
-                       f"{_tail(console_log)}")
+    raise HarnessError(
+        f"no answer from the guest agent within {timeout:.0f}s; console:\n{_tail(console_log)}"
+    )
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -244,8 +270,10 @@ def _kill(proc) -> None:
 def warn_missing_extension() -> None:
     """zverify's C extension is built on the host (CI does it); say so early if it is absent."""
     if not extension_built():
-        image.log("warning: zverify/_zvcore*.so not found in the checkout: build it first with "
-                  "`pip install -e .` or `python setup.py build_ext --inplace`")
+        image.log(
+            "warning: zverify/_zvcore*.so not found in the checkout: build it first with "
+            "`pip install -e .` or `python setup.py build_ext --inplace`"
+        )
 
 
 def extension_built() -> bool:

@@ -15,10 +15,10 @@ other arrays -> list, NVLIST -> dict, NVLIST_ARRAY -> list of dict, DOUBLE -> fl
 from __future__ import annotations
 
 import struct
-from typing import Union
+from typing import TypeAlias
 
-NvValue = Union[bool, int, float, str, bytes, list["NvValue"], dict[str, "NvValue"]]
-NvDict = dict[str, NvValue]
+NvValue: TypeAlias = "bool | int | float | str | bytes | list[NvValue] | dict[str, NvValue]"
+NvDict: TypeAlias = "dict[str, NvValue]"
 
 ENCODE_NATIVE = 0
 ENCODE_XDR = 1
@@ -206,7 +206,8 @@ class _Native(_Reader):
             raise NvlistError("pair name not NUL-terminated", start)
         if nelem < 0:
             raise NvlistError(f"negative element count {nelem}", start)
-        return name[:-1].decode("utf-8", "surrogateescape"), kind, nelem, start + _align8(16 + name_sz)
+        text = name[:-1].decode("utf-8", "surrogateescape")
+        return text, kind, nelem, start + _align8(16 + name_sz)
 
     def value(self, kind: int, nelem: int, at: int, end: int, depth: int) -> NvValue:
         region = self.data[at:end]
@@ -245,10 +246,11 @@ class _Native(_Reader):
             raise NvlistError("string value not NUL-terminated", at)
         return region[:end].decode("utf-8", "surrogateescape")
 
-    def strings(self, region: bytes, n: int, at: int) -> list[str]:
+    def strings(self, region: bytes, n: int, at: int) -> list[NvValue]:
         if n * 8 > len(region):
             raise NvlistError("string array larger than its pair", at)
-        out, pos = [], n * 8  # pointer slots first, then the strings
+        out: list[NvValue] = []
+        pos = n * 8  # pointer slots first, then the strings
         for _ in range(n):
             text = self.cstring(region[pos:], at + pos)
             out.append(text)

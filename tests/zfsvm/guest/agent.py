@@ -1,9 +1,11 @@
 """Command agent run by the VM's init: executes the host's requests, one at a time.
 
 Protocol (JSON lines over the virtio-serial port named ``zvagent``):
-request  ``{"id": n, "op": "run", "argv": [...], "timeout": s, "env": {...}, "cwd": str|null,
-           "stdin_b64": str|null}``, or ``{"id": n, "op": "ping"}``, or ``{"id": n, "op": "shutdown"}``;
-reply    ``{"id": n, "rc": int, "stdout_b64": str, "stderr_b64": str, "timed_out": bool, "seconds": f}``.
+request  ``{"id": n, "op": "run", "argv": [...], "timeout": s, "env": {...},
+           "cwd": str|null, "stdin_b64": str|null}``, or ``{"id": n, "op": "ping"}``,
+           or ``{"id": n, "op": "shutdown"}``;
+reply    ``{"id": n, "rc": int, "stdout_b64": str, "stderr_b64": str,
+           "timed_out": bool, "seconds": f}``.
 Output travels as base64 because commands may print bytes that are not UTF-8.
 The agent says ``{"id": 0, "op": "hello"}`` when it starts, so the host knows the guest is up.
 Standard library only: this file is copied into the guest at each boot.
@@ -45,9 +47,15 @@ def run(req):
     stdin = base64.b64decode(req["stdin_b64"]) if req.get("stdin_b64") else None
     start = time.monotonic()
     try:
-        proc = subprocess.run(req["argv"], input=stdin, capture_output=True, env=env,
-                              cwd=req.get("cwd") or "/zv/repo", timeout=req.get("timeout"),
-                              stdin=None if stdin is not None else subprocess.DEVNULL)
+        proc = subprocess.run(
+            req["argv"],
+            input=stdin,
+            capture_output=True,
+            env=env,
+            cwd=req.get("cwd") or "/zv/repo",
+            timeout=req.get("timeout"),
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
         rc, out, err, timed_out = proc.returncode, proc.stdout, proc.stderr, False
     except subprocess.TimeoutExpired as exc:
         rc, out, err, timed_out = -9, exc.stdout, exc.stderr, True
@@ -55,8 +63,13 @@ def run(req):
         # Same convention as a shell: 127 for a missing program, 126 otherwise.
         rc = 127 if isinstance(exc, FileNotFoundError) else 126
         out, err, timed_out = b"", f"agent: {exc}\n".encode(), False
-    return {"rc": rc, "stdout_b64": b64(out), "stderr_b64": b64(err),
-            "timed_out": timed_out, "seconds": round(time.monotonic() - start, 3)}
+    return {
+        "rc": rc,
+        "stdout_b64": b64(out),
+        "stderr_b64": b64(err),
+        "timed_out": timed_out,
+        "seconds": round(time.monotonic() - start, 3),
+    }
 
 
 def handle(req):
@@ -88,7 +101,7 @@ def lines(fd):
 def send(fd, msg):
     data = (json.dumps(msg) + "\n").encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def main():
