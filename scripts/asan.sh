@@ -13,4 +13,5 @@ ZVERIFY_SANITIZE=1 python3 setup.py -q build_ext --inplace >/dev/null
 # to report, so leak checking is off (the C core frees everything at walk close, tested below).
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-python3 -m pytest -q -p no:cacheprovider tests/native tests/unit "$@"
+# --capture=sys: a sanitizer report written to fd 2 must reach the log before the abort
+python3 -m pytest -q -p no:cacheprovider --capture=sys tests/native tests/unit "$@"

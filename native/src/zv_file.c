@@ -246,7 +246,8 @@ void zv_xattrs_read(int fd, const char *path, zv_record *r)
     size_t k = 0;
     for (ssize_t i = 0; i < len; i += (ssize_t)strlen(names + i) + 1)
         sorted[k++] = names + i;
-    qsort(sorted, count, sizeof *sorted, cmp_names);
+    if (count > 1)
+        qsort(sorted, count, sizeof *sorted, cmp_names);
     int ok = 1;
     for (size_t i = 0; i < count && ok; i++)
         ok = read_one(fd, path, sorted[i], r) == 0;

@@ -118,7 +118,8 @@ static int list_dir(int fd, char ***out, size_t *count)
         errno = err;
         return -1;
     }
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n > 1) /* qsort(NULL, 0, ...) is undefined behaviour */
+        qsort(names, n, sizeof *names, cmp_names);
     *out = names;
     *count = n;
     return 0;
