@@ -13,6 +13,7 @@ import typer
 
 from zverify import exitcodes
 from zverify.cli import compare
+from zverify.cli.stream import app as stream_app
 from zverify.errors import ZverifyError
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command(name="compare")(compare.compare)
+app.add_typer(stream_app, name="stream")
 
 
 @app.callback()

@@ -1,0 +1,149 @@
+/*
+ * zvstream.h — the C half of the ZFS send-stream validator.
+ *
+ * The scanner frames a send stream read from a file descriptor (file or
+ * pipe) into 312-byte records and their payloads, replays the fletcher-4
+ * running checksum exactly as a receiving kernel does, and hands back a few
+ * *events*: every BEGIN (with its header and nvlist payload), every END
+ * (with stored and recomputed checksums and the counters of the records
+ * since the previous BEGIN/END), every problem (with the record index and
+ * byte offset), periodic progress, and EOF.  Ordinary records never cross
+ * into Python one by one; they only feed counters.
+ *
+ * What the scanner does NOT decide: whether BEGIN/END nest correctly,
+ * whether GUIDs link up, what the feature flags mean.  That is Python's job
+ * (zverify/zfs/stream.py); the scanner only needs the framing rules, which
+ * do not depend on the stream's structure.
+ *
+ * Memory is constant in the stream size: one read buffer plus at most
+ * `nvlist_max` bytes for a BEGIN payload.  Every length read from the stream
+ * is bounded before it is used.  The scanner never prints and never exits.
+ *
+ * Threading contract: a zv_stream is used by one thread at a time.
+ */
+#ifndef ZVSTREAM_H
+#define ZVSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zvcore.h" /* ZV_OK, ZV_EDONE, ZV_EINVAL, ZV_ENOMEM */
+
+#define ZV_DRR_SIZE 312          /* sizeof(dmu_replay_record_t), every release */
+#define ZV_DRR_TRAILER_OFF 280   /* per-record checksum slot (all types but BEGIN) */
+#define ZV_DRR_NTYPES 11         /* BEGIN..REDACT */
+#define ZV_DRR_MAGIC 0x2F5BACBACULL
+
+/* Record types (drr_type), values from include/sys/zfs_ioctl.h. */
+enum zv_drr_type {
+    ZV_DRR_BEGIN = 0,
+    ZV_DRR_OBJECT = 1,
+    ZV_DRR_FREEOBJECTS = 2,
+    ZV_DRR_WRITE = 3,
+    ZV_DRR_FREE = 4,
+    ZV_DRR_END = 5,
+    ZV_DRR_WRITE_BYREF = 6,
+    ZV_DRR_SPILL = 7,
+    ZV_DRR_WRITE_EMBEDDED = 8,
+    ZV_DRR_OBJECT_RANGE = 9,
+    ZV_DRR_REDACT = 10,
+};
+
+/* Hard bounds on lengths read from the stream (a bigger value is damage). */
+#define ZV_MAX_BLOCK (16ULL << 20)        /* SPA_MAXBLOCKSIZE: WRITE / SPILL */
+#define ZV_MAX_BONUS (64ULL << 10)        /* OBJECT bonus buffer, well above DN_MAX_BONUS_LEN */
+#define ZV_MAX_EMBEDDED 112               /* BPE_PAYLOAD_SIZE */
+#define ZV_MAX_BEGIN_PAYLOAD (256ULL << 20) /* the kernel's own cap on a BEGIN nvlist */
+
+enum zv_sevent_kind {
+    ZV_SEV_BEGIN = 1,    /* a BEGIN record, header + payload (if kept) */
+    ZV_SEV_END = 2,      /* an END record, checksums + segment counters */
+    ZV_SEV_PROBLEM = 3,  /* something wrong at (offset, record) */
+    ZV_SEV_PROGRESS = 4, /* `bytes` consumed so far; nothing else */
+    ZV_SEV_EOF = 5,      /* end of input (clean or not); last event */
+};
+
+/* Problem codes.  Fatal ones stop the framing (nothing after can be trusted). */
+enum zv_sproblem {
+    ZV_SP_EMPTY = 1,          /* fatal: no bytes at all */
+    ZV_SP_NOT_STREAM = 2,     /* fatal: first record has no BEGIN magic in either byte order */
+    ZV_SP_TRUNC_HEADER = 3,   /* fatal: EOF inside a 312-byte record; detail[0] = bytes present */
+    ZV_SP_TRUNC_PAYLOAD = 4,  /* fatal: EOF inside a payload; detail[0] = expected, [1] = present */
+    ZV_SP_BAD_TYPE = 5,       /* fatal: detail[0] = record type value */
+    ZV_SP_BAD_LENGTH = 6,     /* fatal: detail[0] = payload length, detail[1] = bound */
+    ZV_SP_CKSUM_RECORD = 7,   /* per-record trailer differs; span = bytes it covers since the last good check */
+    ZV_SP_CKSUM_END = 8,      /* END's drr_checksum differs from the running checksum */
+    ZV_SP_BEGIN_MAGIC = 9,    /* a later BEGIN without the magic in the stream's byte order */
+    ZV_SP_TOGUID = 10,        /* a record's drr_toguid != its BEGIN's; detail[0] found, [1] expected */
+    ZV_SP_IO = 11,            /* fatal: read() failed; err_no */
+};
+
+/* Counters of the records since the previous BEGIN or END event. */
+typedef struct zv_sseg {
+    uint64_t count[ZV_DRR_NTYPES]; /* records by type */
+    uint64_t records;              /* all records */
+    uint64_t payload_bytes;        /* payload bytes (what follows the 312-byte headers) */
+    uint64_t logical_bytes;        /* logical data: WRITE/WRITE_EMBEDDED/SPILL lengths */
+    uint64_t stream_bytes;         /* header + payload bytes */
+    uint64_t toguid_mismatches;    /* records whose drr_toguid is not their BEGIN's */
+} zv_sseg;
+
+typedef struct zv_sevent {
+    int kind;                 /* enum zv_sevent_kind */
+    int code;                 /* enum zv_sproblem, for PROBLEM */
+    int fatal;                /* PROBLEM: framing stopped here */
+    int err_no;               /* ZV_SP_IO */
+    uint64_t offset;          /* byte offset of the record concerned (or of EOF) */
+    uint64_t record;          /* index of that record, 0 = first */
+    int rtype;                /* its drr_type, -1 if its header was not read */
+    uint64_t span_start;      /* CKSUM_*: first byte the failed checksum covers since the last good check */
+    uint64_t span_end;        /* CKSUM_*: one past the last such byte */
+    uint64_t detail[2];       /* see enum zv_sproblem */
+    uint64_t stored[4];       /* CKSUM_* and END: checksum found in the stream */
+    uint64_t computed[4];     /* CKSUM_* and END: checksum recomputed */
+    int end_ok;               /* END: drr_checksum == recomputed */
+    int big_endian;           /* byte order of the stream (after the first BEGIN) */
+    const unsigned char *header; /* BEGIN/END: the 312 raw bytes; valid until the next call */
+    const unsigned char *payload; /* BEGIN: payload bytes if kept, else NULL */
+    uint64_t payload_len;     /* BEGIN: drr_payloadlen */
+    zv_sseg seg;              /* BEGIN/END/EOF: records since the previous BEGIN/END */
+    uint64_t bytes;           /* bytes consumed so far */
+} zv_sevent;
+
+typedef struct zv_sopts {
+    size_t buffer_size;       /* read buffer, bytes (>= 4096; 0 = 256 KiB) */
+    size_t nvlist_max;        /* keep BEGIN payloads up to this size (0 = default 64 MiB) */
+    uint64_t progress_every;  /* emit PROGRESS every this many bytes (0 = never) */
+} zv_sopts;
+
+typedef struct zv_stream zv_stream;
+
+/*
+ * Start scanning fd (not closed by the scanner; read from its current
+ * position).  opts may be NULL for defaults.
+ * @return ZV_OK and *out, ZV_EINVAL (fd < 0, buffer too small), ZV_ENOMEM.
+ */
+int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out);
+
+/*
+ * Scan until the next event and fill *ev (pointers inside stay valid until
+ * the next call).  Blocks on read(); a read interrupted by a signal (EINTR)
+ * ends the scan with ZV_SP_IO so that the caller can handle the signal.
+ * @return ZV_OK with an event, or ZV_EDONE after the EOF event was returned.
+ */
+int zv_stream_next(zv_stream *s, zv_sevent *ev);
+
+/* Bytes consumed so far (for progress bars between events). */
+uint64_t zv_stream_bytes(const zv_stream *s);
+
+void zv_stream_close(zv_stream *s);
+
+/*
+ * Fold len bytes into the fletcher-4 state st[4] (a, b, c, d), reading
+ * 32-bit words in little-endian order (big_endian = 0) or big-endian order.
+ * Only floor(len / 4) words are used, like OpenZFS's incremental fletcher-4:
+ * 1-3 trailing bytes are ignored.
+ */
+void zv_fletcher4(uint64_t st[4], const void *buf, size_t len, int big_endian);
+
+#endif

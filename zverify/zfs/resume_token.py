@@ -1,0 +1,90 @@
+"""Decode a `receive_resume_token`: `<version>-<fletcher4 hex>-<packed length hex>-<zlib hex>`.
+
+The token is what `zfs get receive_resume_token` prints for a partially received dataset
+and what `zfs send -t` consumes.  Its checksum is word `a` of fletcher-4 over the
+*compressed* bytes, in the byte order of the machine that made it (we accept either and
+say which); the payload is a zlib stream of a NATIVE-encoded packed nvlist whose length
+the token states.  Decompression is bounded by that length, so a hostile token cannot
+make us allocate more than it claims (and the claim itself is capped).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from zverify import _zvcore
+from zverify.zfs.nvlist import NvDict, NvlistError, unpack
+
+MAX_PACKED = 16 << 20
+"""Far above any real token (a few hundred bytes), far below anything dangerous."""
+
+SUPPORTED_VERSION = 1
+
+
+class TokenError(ValueError):
+    """A token that is malformed, fails its checksum or does not decode."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeToken:
+    """What a resume token says: where to resume which send, with which flags."""
+
+    version: int
+    checksum_order: str  # "little" or "big": byte order the checksum was computed in
+    nvlist: NvDict = field(repr=False)
+
+    @property
+    def toname(self) -> str | None:
+        value = self.nvlist.get("toname")
+        return value if isinstance(value, str) else None
+
+    def number(self, key: str) -> int | None:
+        value = self.nvlist.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def flags(self) -> list[str]:
+        """The boolean flags present (largeblockok, embedok, compressok, rawok, savedok...)."""
+        return sorted(k for k, v in self.nvlist.items() if v is True)
+
+
+def _fields(token: str) -> tuple[int, int, int, bytes]:
+    parts = token.strip().split("-")
+    if len(parts) != 4:
+        raise TokenError("a resume token has four '-'-separated fields")
+    try:
+        version, checksum, length = int(parts[0], 10), int(parts[1], 16), int(parts[2], 16)
+        compressed = bytes.fromhex(parts[3])
+    except ValueError as err:
+        raise TokenError(f"malformed resume token: {err}") from None
+    return version, checksum, length, compressed
+
+
+def _checksum_order(compressed: bytes, expected: int) -> str:
+    for order in ("little", "big"):
+        a = _zvcore.fletcher4(compressed, big_endian=order == "big")[0]
+        if a == expected:
+            return order
+    raise TokenError("resume token checksum mismatch (token damaged or truncated)")
+
+
+def decode_token(token: str) -> ResumeToken:
+    """Parse, checksum-verify, decompress and decode a resume token."""
+    version, checksum, length, compressed = _fields(token)
+    if version != SUPPORTED_VERSION:
+        raise TokenError(f"unsupported resume token version {version}")
+    order = _checksum_order(compressed, checksum)
+    if not 0 < length <= MAX_PACKED:
+        raise TokenError(f"impossible packed nvlist length {length}")
+    inflater = zlib.decompressobj()
+    try:
+        packed = inflater.decompress(compressed, length + 1)
+    except zlib.error as err:
+        raise TokenError(f"resume token payload does not decompress: {err}") from None
+    if len(packed) != length or not inflater.eof:
+        raise TokenError(f"resume token payload is not {length} bytes once decompressed")
+    try:
+        nvlist = unpack(packed)
+    except NvlistError as err:
+        raise TokenError(f"resume token nvlist: {err}") from None
+    return ResumeToken(version=version, checksum_order=order, nvlist=nvlist)

@@ -1,0 +1,575 @@
+"""Validate a ZFS send-stream file offline and describe what it contains -> StreamReport.
+
+The C scanner (native/src/zv_stream.c) does the framing and replays the fletcher-4
+checksums; it hands back only BEGIN/END records, problems and counters.  This module
+checks what the scanner cannot know from one record at a time:
+
+* nesting: a plain stream is BEGIN..END; a compound package (`zfs send -R/-I/-p`) is a
+  compound BEGIN, its END, one BEGIN..END per snapshot, and a final END; nothing may
+  follow the logical end (trailing garbage), nothing may be missing (truncation);
+* GUID linkage inside a package: per dataset, every incremental substream starts from the
+  snapshot the previous one created, agrees with the compound header's snapshot GUIDs,
+  and (raw sends) with the previous substream's IV-set GUID;
+* feature flags: unknown bits and record types whose feature is not announced are
+  reported as warnings (they do not make a stream damaged).
+
+Every problem carries the byte offset and index of the record it concerns.  A report is
+`valid` only when the whole input was read and nothing at all was wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from zverify import _zvcore, exitcodes
+from zverify.zfs import stream_format as fmt
+from zverify.zfs.nvlist import NvDict, NvlistError, unpack
+from zverify.zfs.stream_format import BeginFlag, HeaderType, RecordType
+
+ProgressHook = Callable[[int], None]
+"""Called with the number of bytes read so far."""
+
+PROGRESS_EVERY = 64 << 20
+MAX_PROBLEMS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class StreamProblem:
+    """Something wrong (or, as a warning, unusual) at a place in the stream."""
+
+    offset: int
+    record: int
+    message: str
+    code: str
+    span: tuple[int, int] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"offset": self.offset, "record": self.record}
+        out |= {"code": self.code, "message": self.message}
+        if self.span:
+            out["span"] = list(self.span)
+        return out
+
+
+@dataclass(slots=True)
+class Substream:
+    """One snapshot's BEGIN..END: identity, features and what it holds."""
+
+    index: int
+    offset: int
+    record: int
+    toname: str
+    toguid: int
+    fromguid: int
+    creation_time: int
+    objset_type: int
+    flags: int
+    features: int
+    nvlist: NvDict | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    logical_bytes: int = 0
+    payload_bytes: int = 0
+    end_offset: int | None = None
+    end_ok: bool | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.end_offset is not None
+
+    @property
+    def stream_bytes(self) -> int | None:
+        return None if self.end_offset is None else self.end_offset + fmt.RECORD_SIZE - self.offset
+
+    @property
+    def dataset(self) -> str:
+        return self.toname.split("@", 1)[0]
+
+    @property
+    def kind(self) -> str:
+        if self.flags & BeginFlag.CLONE:
+            return "clone"
+        return "incremental" if self.fromguid else "full"
+
+    def crypt(self, key: str) -> int | None:
+        """A number from the raw-send key nvlist (to_ivset_guid, from_ivset_guid...)."""
+        keydata = (self.nvlist or {}).get("crypt_keydata")
+        value = keydata.get(key) if isinstance(keydata, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "offset": self.offset,
+            "toname": self.toname,
+            "toguid": str(self.toguid),
+            "fromguid": str(self.fromguid),
+            "kind": self.kind,
+            "creation_time": self.creation_time,
+            "objset_type": fmt.OBJSET_TYPES.get(self.objset_type, str(self.objset_type)),
+            "flags": fmt.flag_names(self.flags),
+            "features": fmt.feature_names(self.features),
+            "counts": self.counts,
+            "logical_bytes": self.logical_bytes,
+            "payload_bytes": self.payload_bytes,
+            "stream_bytes": self.stream_bytes,
+            "complete": self.complete,
+        }
+        nv = self.nvlist or {}
+        if "resume_object" in nv:
+            out["resume"] = {"object": nv.get("resume_object"), "offset": nv.get("resume_offset")}
+        for key in ("to_ivset_guid", "from_ivset_guid"):
+            if (value := self.crypt(key)) is not None:
+                out[key] = str(value)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """One entry of the compound header's `fss`: a dataset and its snapshots' GUIDs."""
+
+    guid: int
+    name: str
+    snapshots: dict[str, int]
+    origin: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        snaps = {name: str(guid) for name, guid in self.snapshots.items()}
+        out: dict[str, Any] = {"name": self.name, "guid": str(self.guid), "snapshots": snaps}
+        if self.origin is not None:
+            out["origin"] = str(self.origin)
+        return out
+
+
+@dataclass(slots=True)
+class CompoundHeader:
+    """The package header of `zfs send -R/-I/-p`: its BEGIN and decoded XDR nvlist."""
+
+    offset: int
+    toname: str
+    features: int
+    nvlist: NvDict | None
+    datasets: list[Dataset] = field(default_factory=list)
+
+    def text(self, key: str) -> str | None:
+        value = (self.nvlist or {}).get(key)
+        return value if isinstance(value, str) else None
+
+    @property
+    def recursive(self) -> bool:
+        return self.nvlist is not None and "not_recursive" not in self.nvlist
+
+    def as_dict(self) -> dict[str, Any]:
+        nv = self.nvlist or {}
+        return {
+            "offset": self.offset,
+            "toname": self.toname,
+            "features": fmt.feature_names(self.features),
+            "tosnap": self.text("tosnap"),
+            "fromsnap": self.text("fromsnap"),
+            "recursive": self.recursive,
+            "raw": nv.get("raw") is True,
+        }
+
+
+@dataclass(slots=True)
+class StreamReport:
+    """Everything learned about one stream; `valid` is the verdict."""
+
+    source: str
+    readable: bool = True
+    size: int = 0
+    records: int = 0
+    big_endian: bool = False
+    header: CompoundHeader | None = None
+    substreams: list[Substream] = field(default_factory=list)
+    problems: list[StreamProblem] = field(default_factory=list)
+    warnings: list[StreamProblem] = field(default_factory=list)
+    problems_dropped: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return self.readable and not self.problems and not self.problems_dropped
+
+    @property
+    def exit_code(self) -> int:
+        if not self.readable:
+            return exitcodes.TROUBLE
+        return exitcodes.IDENTICAL if self.valid else exitcodes.DIFFERENT
+
+    @property
+    def kind(self) -> str:
+        """full, incremental, clone, incremental package, replication package (or unknown)."""
+        if self.header is not None:
+            if self.header.recursive:
+                return "replication package"
+            if len(self.substreams) != 1:
+                return "incremental package"
+        if not self.substreams:
+            return "unknown"
+        return self.substreams[0].kind
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "file": self.source,
+            "valid": self.valid,
+            "readable": self.readable,
+            "kind": self.kind,
+            "byte_order": "big" if self.big_endian else "little",
+            "bytes": self.size,
+            "records": self.records,
+            "substreams": [s.as_dict() for s in self.substreams],
+            "problems": [p.as_dict() for p in self.problems],
+            "problems_not_listed": self.problems_dropped,
+            "warnings": [w.as_dict() for w in self.warnings],
+        }
+        if self.header is not None:
+            out["header"] = self.header.as_dict()
+            out["datasets"] = [d.as_dict() for d in self.header.datasets]
+        return out
+
+
+def verify_stream(
+    source: str | os.PathLike[str] | int,
+    *,
+    progress: ProgressHook | None = None,
+    max_problems: int = MAX_PROBLEMS,
+) -> StreamReport:
+    """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it."""
+    name = f"<fd {source}>" if isinstance(source, int) else os.fspath(source)
+    if isinstance(source, int):
+        return _scan(source, name, progress, max_problems)
+    try:
+        fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        report = StreamReport(source=name, readable=False)
+        report.problems.append(StreamProblem(0, 0, f"cannot open: {err.strerror}", "io"))
+        return report
+    try:
+        return _scan(fd, name, progress, max_problems)
+    finally:
+        os.close(fd)
+
+
+def _scan(fd: int, name: str, progress: ProgressHook | None, max_problems: int) -> StreamReport:
+    check = _Checker(StreamReport(source=name), max_problems)
+    every = PROGRESS_EVERY if progress else 0
+    for ev in _events(_zvcore.StreamScanner(fd, progress_every=every)):
+        check.event(ev)
+        if progress:
+            progress(ev.bytes)
+    check.finish()
+    return check.report
+
+
+def _events(scanner: _zvcore.StreamScanner) -> Iterator[_zvcore.StreamEvent]:
+    # A generator so that the scanner (and its reader thread) is closed on any exit.
+    try:
+        yield from scanner
+    finally:
+        scanner.close()
+
+
+def _type_name(rtype: int) -> str:
+    return RecordType(rtype).name if 0 <= rtype < len(RecordType) else "unknown"
+
+
+def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
+    """(code, message) for a problem the C scanner reported."""
+    what, d = _type_name(ev.rtype), ev.detail
+    if ev.code == _zvcore.SP_EMPTY:
+        return "not-a-stream", "empty input: not a send stream"
+    if ev.code == _zvcore.SP_NOT_STREAM:
+        return "not-a-stream", "not a ZFS send stream (no BEGIN record with the send magic)"
+    if ev.code == _zvcore.SP_TRUNC_HEADER:
+        return "truncated", f"truncated: input ends {d[0]} bytes into a 312-byte record header"
+    if ev.code == _zvcore.SP_TRUNC_PAYLOAD:
+        return "truncated", f"truncated: input ends {d[1]} of {d[0]} bytes into a {what} payload"
+    if ev.code == _zvcore.SP_BAD_TYPE:
+        return "bad-record", f"unknown record type {d[0]}; cannot read past this point"
+    if ev.code == _zvcore.SP_BAD_LENGTH:
+        msg = f"impossible payload length {d[0]} (limit {d[1]}) in a {what} record"
+        return "bad-record", msg + "; cannot read past this point"
+    if ev.code == _zvcore.SP_CKSUM_RECORD:
+        span = ev.span or (0, 0)
+        msg = f"checksum mismatch at {what} record: damage in bytes {span[0]}..{span[1]}"
+        return "checksum", msg
+    if ev.code == _zvcore.SP_CKSUM_END:
+        span = ev.span or (0, 0)
+        return "checksum", f"END checksum mismatch: damage in bytes {span[0]}..{span[1]}"
+    if ev.code == _zvcore.SP_BEGIN_MAGIC:
+        return "bad-record", "BEGIN record without the send magic in the stream's byte order"
+    if ev.code == _zvcore.SP_TOGUID:
+        return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
+    if ev.code == _zvcore.SP_IO:
+        return "io", f"read error: {os.strerror(ev.errno)}"
+    return "internal", f"scanner problem code {ev.code}"
+
+
+class _Checker:
+    """The nesting state machine fed by scanner events; fills a StreamReport."""
+
+    START, HEADER, BETWEEN, SUB, DONE = range(5)
+
+    def __init__(self, report: StreamReport, max_problems: int) -> None:
+        self.report = report
+        self.max = max_problems
+        self.state = self.START
+        self.package = False
+        self.current: Substream | None = None
+        self.fatal = False
+        self.trailing_reported = False
+
+    # -- reporting -------------------------------------------------------------------
+    def problem(self, offset: int, record: int, message: str, code: str, span: Any = None) -> None:
+        if len(self.report.problems) >= self.max:
+            self.report.problems_dropped += 1
+            return
+        self.report.problems.append(StreamProblem(offset, record, message, code, span))
+
+    def warning(self, offset: int, record: int, message: str, code: str) -> None:
+        if len(self.report.warnings) < self.max:
+            self.report.warnings.append(StreamProblem(offset, record, message, code))
+
+    def trailing(self, ev: _zvcore.StreamEvent) -> None:
+        if not self.trailing_reported:
+            self.trailing_reported = True
+            msg = "trailing data after the end of the stream (the final END)"
+            self.problem(ev.offset, ev.record, msg, "trailing-data")
+
+    # -- events ----------------------------------------------------------------------
+    def event(self, ev: _zvcore.StreamEvent) -> None:
+        self.report.size = ev.bytes
+        self.report.big_endian = ev.big_endian
+        if ev.kind == _zvcore.EV_PROBLEM:
+            self.on_problem(ev)
+        elif ev.kind == _zvcore.EV_BEGIN:
+            self.on_begin(ev)
+        elif ev.kind == _zvcore.EV_END:
+            self.on_end(ev)
+        elif ev.kind == _zvcore.EV_EOF:
+            self.on_eof(ev)
+
+    def on_problem(self, ev: _zvcore.StreamEvent) -> None:
+        code, message = _scanner_message(ev)
+        self.fatal = self.fatal or ev.fatal
+        if ev.code == _zvcore.SP_IO:
+            self.report.readable = False
+        elif self.state == self.DONE:
+            return self.trailing(ev)
+        self.problem(ev.offset, ev.record, message, code, ev.span)
+
+    def add_segment(self, ev: _zvcore.StreamEvent, sub: Substream | None) -> None:
+        """Counters of the records since the previous BEGIN/END belong to sub, if any."""
+        self.report.records += ev.records
+        if sub is None:
+            if ev.records and self.state == self.BETWEEN:
+                msg = f"{ev.records} record(s) outside any BEGIN..END"
+                self.problem(ev.offset, ev.record, msg, "nesting")
+            return
+        for rtype, n in enumerate(ev.counts):
+            if n:
+                key = _type_name(rtype)
+                sub.counts[key] = sub.counts.get(key, 0) + n
+        sub.logical_bytes += ev.logical_bytes
+        sub.payload_bytes += ev.payload_bytes
+
+    def on_begin(self, ev: _zvcore.StreamEvent) -> None:
+        assert ev.header is not None
+        begin = fmt.parse_begin(ev.header, ev.big_endian)
+        if self.state == self.DONE:
+            self.report.records += ev.records
+            return self.trailing(ev)
+        if self.state == self.SUB and self.current is not None:
+            self.add_segment(ev, self.current)
+            msg = f"BEGIN while substream {self.current.index} ({self.current.toname}) has no END"
+            self.problem(ev.offset, ev.record, msg, "nesting")
+        elif self.state == self.HEADER:
+            self.add_segment(ev, None)
+            self.problem(ev.offset, ev.record, "compound header has no END", "nesting")
+        else:
+            self.add_segment(ev, None)
+        if begin.header_type == HeaderType.COMPOUNDSTREAM:
+            self.begin_compound(ev, begin)
+        else:
+            if begin.header_type != HeaderType.SUBSTREAM:
+                msg = f"unknown BEGIN header type {begin.header_type}"
+                self.problem(ev.offset, ev.record, msg, "bad-record")
+            self.begin_substream(ev, begin)
+
+    def begin_compound(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> None:
+        if self.state != self.START:
+            self.problem(ev.offset, ev.record, "compound BEGIN inside a package", "nesting")
+            return
+        header = CompoundHeader(ev.offset, begin.toname, begin.features, None)
+        header.nvlist = self.decode_nvlist(ev, begin)
+        header.datasets = _datasets(header.nvlist)
+        self.report.header = header
+        self.package = True
+        self.state = self.HEADER
+        self.current = None
+
+    def begin_substream(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> None:
+        sub = Substream(
+            index=len(self.report.substreams),
+            offset=ev.offset,
+            record=ev.record,
+            toname=begin.toname,
+            toguid=begin.toguid,
+            fromguid=begin.fromguid,
+            creation_time=begin.creation_time,
+            objset_type=begin.objset_type,
+            flags=begin.flags,
+            features=begin.features,
+        )
+        sub.nvlist = self.decode_nvlist(ev, begin)
+        unknown = begin.features & ~fmt.KNOWN_FEATURES
+        if unknown:
+            names = ", ".join(fmt.feature_names(unknown))
+            self.warning(ev.offset, ev.record, f"unknown feature flags: {names}", "feature")
+        self.report.substreams.append(sub)
+        self.current = sub
+        self.state = self.SUB
+
+    def decode_nvlist(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> NvDict | None:
+        if not begin.payload_len:
+            return None
+        if ev.payload is None:
+            msg = f"BEGIN payload of {begin.payload_len} bytes not decoded (too large)"
+            self.warning(ev.offset, ev.record, msg, "nvlist")
+            return None
+        try:
+            return unpack(ev.payload)
+        except NvlistError as err:
+            self.problem(ev.offset, ev.record, f"BEGIN nvlist does not decode: {err}", "nvlist")
+            return None
+
+    def on_end(self, ev: _zvcore.StreamEvent) -> None:
+        if self.state == self.DONE:
+            self.report.records += ev.records
+            return self.trailing(ev)
+        if self.state == self.SUB and self.current is not None:
+            self.add_segment(ev, self.current)
+            self.current.end_offset = ev.offset
+            self.current.end_ok = ev.end_ok
+            self.check_features(self.current)
+            self.current = None
+            self.state = self.BETWEEN if self.package else self.DONE
+            return
+        # the compound header's END (2 records with its BEGIN) or the package's final END (1)
+        expected = 2 if self.state == self.HEADER else 1
+        self.report.records += ev.records
+        if ev.records > expected:
+            msg = f"{ev.records - expected} record(s) outside any BEGIN..END"
+            self.problem(ev.offset, ev.record, msg, "nesting")
+        self.state = self.BETWEEN if self.state == self.HEADER else self.DONE
+
+    def check_features(self, sub: Substream) -> None:
+        for rtype, feature in fmt.FEATURE_FOR_RECORD.items():
+            if sub.counts.get(rtype.name) and not sub.features & feature:
+                msg = f"{rtype.name} records without the {feature.name} feature flag"
+                self.warning(sub.offset, sub.record, msg, "feature")
+
+    def on_eof(self, ev: _zvcore.StreamEvent) -> None:
+        if self.current is not None:
+            self.add_segment(ev, self.current)
+        else:
+            self.report.records += ev.records
+        if self.state == self.DONE or self.fatal or not self.report.readable:
+            return
+        if self.state == self.SUB and self.current is not None:
+            msg = f"truncated: substream {self.current.index} ({self.current.toname}) has no END"
+        elif self.state in (self.HEADER, self.BETWEEN):
+            msg = "truncated: package has no final END"
+        else:
+            msg = "not a send stream"
+        self.problem(ev.offset, ev.record, msg, "truncated")
+
+    def finish(self) -> None:
+        if self.package:
+            _check_package(self)
+
+
+def _datasets(nv: NvDict | None) -> list[Dataset]:
+    fss = (nv or {}).get("fss")
+    out: list[Dataset] = []
+    if not isinstance(fss, dict):
+        return out
+    for key, entry in fss.items():
+        if not isinstance(entry, dict):
+            continue
+        snaps = entry.get("snaps")
+        snapshots = (
+            {k: v for k, v in (snaps or {}).items() if isinstance(v, int)}
+            if isinstance(snaps, dict)
+            else {}
+        )
+        origin = entry.get("origin")
+        name = entry.get("name")
+        try:
+            guid = int(key, 16)
+        except ValueError:
+            guid = 0
+        out.append(
+            Dataset(
+                guid=guid,
+                name=name if isinstance(name, str) else "",
+                snapshots=snapshots,
+                origin=origin if isinstance(origin, int) else None,
+            )
+        )
+    return out
+
+
+def _check_package(check: _Checker) -> None:
+    """GUID linkage inside a package: per dataset, each substream continues the previous."""
+    report = check.report
+    header = report.header
+    by_name = {d.name: d for d in header.datasets} if header else {}
+    fromsnap = header.text("fromsnap") if header else None
+    last: dict[str, Substream] = {}
+    for sub in report.substreams:
+        ds = by_name.get(sub.dataset)
+        snap = sub.toname.split("@", 1)[1] if "@" in sub.toname else ""
+        if ds and snap in ds.snapshots and ds.snapshots[snap] != sub.toguid:
+            msg = (
+                f"{sub.toname}: toguid {sub.toguid} differs from the package header's "
+                f"{ds.snapshots[snap]}"
+            )
+            check.problem(sub.offset, sub.record, msg, "guid")
+        prev = last.get(sub.dataset)
+        last[sub.dataset] = sub
+        if sub.kind == "clone":
+            continue
+        if prev is None:
+            _check_first(check, sub, ds, fromsnap)
+        else:
+            _check_link(check, prev, sub)
+
+
+def _check_first(check: _Checker, sub: Substream, ds: Dataset | None, fromsnap: str | None) -> None:
+    if not (sub.fromguid and ds and fromsnap and fromsnap in ds.snapshots):
+        return
+    if ds.snapshots[fromsnap] != sub.fromguid:
+        msg = (
+            f"{sub.toname}: fromguid {sub.fromguid} is not the header's @{fromsnap} "
+            f"({ds.snapshots[fromsnap]})"
+        )
+        check.problem(sub.offset, sub.record, msg, "guid")
+
+
+def _check_link(check: _Checker, prev: Substream, sub: Substream) -> None:
+    if sub.fromguid != prev.toguid:
+        what = "is a full stream" if not sub.fromguid else f"starts from {sub.fromguid}"
+        msg = (
+            f"broken chain: {sub.toname} {what}, but the previous substream of "
+            f"{sub.dataset} ({prev.toname}) ends at {prev.toguid}"
+        )
+        check.problem(sub.offset, sub.record, msg, "guid")
+        return
+    want, have = prev.crypt("to_ivset_guid"), sub.crypt("from_ivset_guid")
+    if want and have and want != have:
+        msg = f"broken raw chain: {sub.toname} from_ivset_guid {have} is not {prev.toname}'s {want}"
+        check.problem(sub.offset, sub.record, msg, "guid")
