@@ -160,8 +160,13 @@ def _info_text(r: StreamReport) -> str:
     if r.header is not None:
         h = r.header.as_dict()
         lines.append(
-            f"package header: tosnap {h['tosnap']} fromsnap {h['fromsnap']} "
-            f"recursive {h['recursive']} raw {h['raw']}"
+            "package header: "
+            + (
+                f"tosnap {h['tosnap']} fromsnap {h['fromsnap'] or '-'} "
+                f"recursive {h['recursive']} raw {h['raw']}"
+                if h["tosnap"] is not None
+                else f"{h['toname']} (no nvlist payload)"
+            )
         )
         for ds in r.header.datasets:
             snaps = ", ".join(f"@{n}={g}" for n, g in sorted(ds.snapshots.items()))
