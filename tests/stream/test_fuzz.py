@@ -14,8 +14,13 @@ from zverify.zfs.stream import verify_stream
 
 
 def _base() -> bytes:
-    # The smallest real stream when fixtures exist, else a synthetic package.
-    real = sorted((e["size"], e["file"]) for e in real_entries() if e["kind"] != "truncated")
+    # The smallest real stream with data records (not a bare BEGIN+END) when fixtures
+    # exist, else a synthetic package.
+    real = sorted(
+        (e["size"], e["file"])
+        for e in real_entries()
+        if e["kind"] != "truncated" and e["size"] > 4096
+    )
     if real:
         return (STREAMS / real[0][1]).read_bytes()
     return package([("p/f@b", 2, 1), ("p/f@c", 3, 2)], {"tosnap": "c", "fromsnap": "a"})
