@@ -75,7 +75,8 @@ typedef struct zv_record {
     uint64_t size;       /* st_size */
     uint64_t alloc;      /* st_blocks * 512 */
     int64_t mtime_ns, ctime_ns;
-    uint64_t data_bytes; /* bytes inside data extents (SEEK_DATA), files only */
+    uint64_t data_bytes; /* bytes in data extents (SEEK_DATA), files only; a file
+                            whose allocation covers its size counts as all data */
     uint64_t hole_bytes; /* size - data_bytes */
     char *link;          /* symlink target, not NUL-terminated in meaning */
     size_t link_len;

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.compare.diffs import Difference, diff_pair
+from zverify.compare.diffs import Difference, diff_pair, same_entry
 from zverify.compare.hardlinks import HardlinkTracker
 from zverify.compare.march import march
 from zverify.compare.policy import ComparePolicy, DiffKind
@@ -90,6 +90,9 @@ class _Comparison:
     fold: _Fold | None = None
 
     def visit(self, s: Entry | None, d: Entry | None) -> None:
+        if s is not None and d is not None and self.fold is None and same_entry(s, d):
+            self._identical(s, d)
+            return
         if s is not None:
             self.src.add(s)
         if d is not None:
@@ -103,6 +106,15 @@ class _Comparison:
             self._one_sided(s, d)
         else:
             self._both(s, d)
+
+    def _identical(self, s: Entry, d: Entry) -> None:
+        """The common case, kept short: only sizes and hardlinks to note."""
+        self.src.add(s)
+        self.dst.add(d)
+        if s.nlink > 1 or d.nlink > 1:
+            self.hardlinks.add_pair(s, d)
+        if s.alloc != d.alloc or s.data_bytes != d.data_bytes or s.size != d.size:
+            self.explanation.add_pair(s, d, same_payload=True)
 
     def _absorb(self, s: Entry | None, d: Entry | None) -> None:
         assert self.fold is not None

@@ -27,6 +27,28 @@ class Difference:
     entries_below: int = 0  # entries inside a missing/extra/retyped directory
 
 
+def same_entry(s: Entry, d: Entry) -> bool:
+    """True when two readable entries agree on everything any policy compares,
+    so diff_pair() would find nothing: the fast path for identical pairs."""
+    return (
+        s.kind == d.kind
+        and s.size == d.size
+        and s.digest == d.digest
+        and s.mtime_ns == d.mtime_ns
+        and s.mode == d.mode
+        and s.uid == d.uid
+        and s.gid == d.gid
+        and s.link == d.link
+        and s.rdev == d.rdev
+        and s.xattrs == d.xattrs
+        and s.error is None
+        and d.error is None
+        and s.changed is None
+        and d.changed is None
+        and (s.digest is not None or s.kind != Kind.FILE)
+    )
+
+
 def diff_pair(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]:
     problem = _unreadable(src, dst)
     if problem is not None:

@@ -9,7 +9,6 @@ input instead of producing wrong pairs.
 from collections.abc import Iterable, Iterator
 
 from zverify.entry import Entry
-from zverify.pathnames import sort_key
 
 Pair = tuple[Entry | None, Entry | None]
 
@@ -18,27 +17,34 @@ class OrderError(RuntimeError):
     """A stream was not in canonical order: a bug, never a verdict."""
 
 
-def _checked(entries: Iterable[Entry], side: str) -> Iterator[tuple[bytes, Entry]]:
-    previous: bytes | None = None
-    for entry in entries:
-        key = sort_key(entry.path)
-        if previous is not None and key <= previous:
-            raise OrderError(f"{side} walk out of order at {entry.path!r}")
-        previous = key
-        yield key, entry
-
-
 def march(src: Iterable[Entry], dst: Iterable[Entry]) -> Iterator[Pair]:
-    left, right = _checked(src, "SRC"), _checked(dst, "DST")
+    """Pairs in canonical order; raises OrderError on unsorted or duplicate input."""
+    left, right = iter(src), iter(dst)
     a, b = next(left, None), next(right, None)
+    # '/' -> NUL makes bytewise order the walk's pre-order (see pathnames.sort_key);
+    # inlined because this loop runs once per entry of both trees.
+    ka = a.path.replace(b"/", b"\0") if a is not None else None
+    kb = b.path.replace(b"/", b"\0") if b is not None else None
     while a is not None or b is not None:
-        if b is None or (a is not None and a[0] < b[0]):
-            assert a is not None
-            yield a[1], None
-            a = next(left, None)
-        elif a is None or b[0] < a[0]:
-            yield None, b[1]
-            b = next(right, None)
+        if kb is None or (ka is not None and ka < kb):
+            yield a, None
+            a, ka = _advance(left, ka, "SRC")
+        elif ka is None or kb < ka:
+            yield None, b
+            b, kb = _advance(right, kb, "DST")
         else:
-            yield a[1], b[1]
-            a, b = next(left, None), next(right, None)
+            yield a, b
+            a, ka = _advance(left, ka, "SRC")
+            b, kb = _advance(right, kb, "DST")
+
+
+def _advance(
+    it: Iterator[Entry], previous: bytes | None, side: str
+) -> tuple[Entry | None, bytes | None]:
+    entry = next(it, None)
+    if entry is None:
+        return None, None
+    key = entry.path.replace(b"/", b"\0")
+    if previous is not None and key <= previous:
+        raise OrderError(f"{side} walk out of order at {entry.path!r}")
+    return entry, key

@@ -27,14 +27,20 @@ class SideTally:
     du_apparent_bytes: int = 0
     naive_bytes: int = 0
     naive_apparent_bytes: int = 0
-    counts: Counter[str] = field(default_factory=Counter)
+    _by_kind: list[int] = field(default_factory=lambda: [0] * (max(Kind) + 1))
     _seen_inodes: set[tuple[int, int]] = field(default_factory=set)
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Entries by kind label, e.g. {"dir": 1, "file": 725}."""
+        return {Kind(k).label: n for k, n in enumerate(self._by_kind) if n}
+
     def add(self, entry: Entry) -> None:
-        self.counts[Kind(entry.kind).label] += 1
+        # called for every entry of both trees: plain ints, no enum lookups
+        self._by_kind[entry.kind] += 1
         self.naive_bytes += entry.alloc
         self.naive_apparent_bytes += entry.size
-        if entry.kind != Kind.DIR and entry.nlink > 1:
+        if entry.nlink > 1 and entry.kind != Kind.DIR:
             key = (entry.dev, entry.ino)
             if key in self._seen_inodes:
                 return
