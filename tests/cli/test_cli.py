@@ -167,3 +167,27 @@ def test_blake3_digests_match_the_blake3_package(pair: tuple[Path, Path]) -> Non
     )
     done = cli("compare", "--hash", "blake3", "--json", str(src), str(dst))
     assert json.loads(done.stdout)["counts"] == {"content": 1}
+
+
+def test_progress_bar_only_on_a_terminal(pair: tuple[Path, Path]) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    # a new pty is 0 columns wide, and tqdm draws nothing in 0 columns
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    done = subprocess.run(
+        [sys.executable, "-m", "zverify", "compare", *map(str, pair)],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    os.close(follower)
+    shown = os.read(leader, 65536).decode(errors="replace")
+    os.close(leader)
+    assert done.returncode == 0
+    assert "comparing" in shown and "entries" in shown  # tqdm drew on the terminal
+    assert b"comparing" not in done.stdout
