@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.treebuilder import build_rich_tree
+from tests.zfsvm.backend import availability as zfs_availability
 
 
 def _can_loop_mount() -> tuple[bool, str]:
@@ -27,6 +28,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [
         f"zverify: uid={os.geteuid()} tools={','.join(tools)}",
         f"loop mounts: {'yes' if loop_ok else 'no'} ({loop_why})",
+        zfs_availability().header(),
     ]
 
 

@@ -1,0 +1,95 @@
+"""Argument parsing for ``python -m tests.zfsvm``; each subcommand calls one harness function."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from tests.zfsvm import config, image
+from tests.zfsvm.errors import HarnessError
+
+
+def cmd_build(args) -> int:
+    start = time.monotonic()
+    image.build_image(force=args.force)
+    image.ensure_pydeps()
+    image.log(f"build: done in {time.monotonic() - start:.0f}s")
+    return 0
+
+
+def cmd_status(args) -> int:
+    info = {
+        "cache": str(config.cache_root()),
+        "key": config.image_key(),
+        "image": str(config.image_dir()),
+        "built": image.is_built(),
+        "pydeps": str(config.pydeps_dir()),
+    }
+    if info["built"]:
+        info["image_info"] = json.loads((config.image_dir() / "image.json").read_text())
+    print(json.dumps(info, indent=1))
+    return 0
+
+
+def cmd_run(args) -> int:
+    from tests.zfsvm.vm import ZfsVM
+
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise HarnessError("run: give a command, e.g. `python -m tests.zfsvm run -- zpool version`")
+    with ZfsVM.boot() as vm:
+        result = vm.run(argv, timeout=args.timeout)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.returncode
+
+
+def cmd_shell_cmd(args) -> int:
+    from tests.zfsvm.vm import ZfsVM
+
+    with ZfsVM.boot() as vm:
+        result = vm.run(["sh", "-c", args.script], timeout=args.timeout)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.returncode
+
+
+def cmd_fixtures(args) -> int:
+    from tests.zfsvm.streams import generate
+
+    generate(args.out)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m tests.zfsvm", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="build the VM image and guest Python deps (cached)")
+    b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    b.set_defaults(func=cmd_build)
+    sub.add_parser("status", help="print cache paths and whether the image is built").set_defaults(
+        func=cmd_status
+    )
+    r = sub.add_parser("run", help="boot the VM, run one command (argv), power off")
+    r.add_argument("--timeout", type=float, default=600)
+    r.add_argument("argv", nargs=argparse.REMAINDER)
+    r.set_defaults(func=cmd_run)
+    s = sub.add_parser("shell-cmd", help="boot the VM, run one sh -c script, power off")
+    s.add_argument("--timeout", type=float, default=600)
+    s.add_argument("script")
+    s.set_defaults(func=cmd_shell_cmd)
+    f = sub.add_parser("fixtures", help="regenerate tests/data/streams in the VM")
+    f.add_argument("--out", default=str(config.REPO_ROOT / "tests" / "data" / "streams"))
+    f.set_defaults(func=cmd_fixtures)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HarnessError as exc:
+        print(f"zfsvm: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,90 @@
+"""Where the harness keeps things, what goes into the image, and the cache key derived from it.
+
+Invariant: anything that changes the built image must be part of ``image_key()``,
+so a changed recipe never reuses a stale image. The command agent is *not* part
+of the image (it is copied to the control share at each boot), so editing it
+needs no rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import sys
+import tomllib
+from pathlib import Path
+
+GUEST_DIR = Path(__file__).resolve().parent / "guest"
+BUILD_SCRIPT = GUEST_DIR / "build_image.sh"
+INIT_SCRIPT = GUEST_DIR / "zvinit.sh"
+AGENT_SCRIPT = GUEST_DIR / "agent.py"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+SUITE = "bookworm"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+# Installed by debootstrap itself (small, from main).
+BASE_PACKAGES = (
+    "kmod udev procps python3 rsync attr acl libxxhash0 coreutils findutils util-linux e2fsprogs"
+)
+# Kernel 6.1 with headers for dkms, plus the userland; zfs-dkms comes after so
+# its postinst finds the headers.
+KERNEL_PACKAGES = (
+    "linux-image-amd64 linux-headers-amd64 dkms build-essential zfsutils-linux python3-pyzfs"
+)
+ZFS_PACKAGES = "zfs-dkms"
+
+# What zverify needs at run time in the guest, installed on the host with
+# pip --target and shared read-only (guest and host are both CPython 3.11).
+# zverify.cli imports click itself, and typer >= 0.2x no longer pulls it in.
+PYDEPS_EXTRA = ("pytest", "click")
+
+
+def pydeps() -> tuple[str, ...]:
+    """The project's runtime dependencies from pyproject.toml, plus what tests run in the guest."""
+    with open(REPO_ROOT / "pyproject.toml", "rb") as fh:
+        deps = tomllib.load(fh)["project"]["dependencies"]
+    return (*deps, *PYDEPS_EXTRA)
+
+
+MIN_FREE_BYTES = 5 * 1024**3
+
+
+def cache_root() -> Path:
+    """The cache directory: ``$ZVERIFY_VM_CACHE`` or ``~/.cache/zverify-vm``."""
+    env = os.environ.get("ZVERIFY_VM_CACHE")
+    # The account's home, not $HOME: the test suite points $HOME at a temp dir per test.
+    return Path(env) if env else Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".cache" / "zverify-vm"
+
+
+def mirror() -> str:
+    """The Debian mirror (``$ZVERIFY_VM_MIRROR``); not part of the key: same packages either way."""
+    return os.environ.get("ZVERIFY_VM_MIRROR", DEFAULT_MIRROR).rstrip("/")
+
+
+def _digest(parts: list[bytes]) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()[:16]
+
+
+def image_key() -> str:
+    """Hash of the build script, the init wrapper, the package lists and the suite."""
+    text = [BUILD_SCRIPT.read_bytes(), INIT_SCRIPT.read_bytes()]
+    pkgs = [BASE_PACKAGES, KERNEL_PACKAGES, ZFS_PACKAGES, SUITE]
+    return _digest(text + [p.encode() for p in pkgs])
+
+
+def image_dir() -> Path:
+    """The image for the current recipe, or ``$ZVERIFY_VM_IMAGE`` (a built image dir) if set."""
+    override = os.environ.get("ZVERIFY_VM_IMAGE")
+    return Path(override) if override else cache_root() / image_key()
+
+
+def pydeps_dir() -> Path:
+    """``pip --target`` directory, keyed by the requirement list and the host's Python ABI."""
+    abi = f"{sys.implementation.cache_tag}-{sys.platform}"
+    return cache_root() / f"pydeps-{_digest([' '.join(pydeps()).encode(), abi.encode()])}"

@@ -1,0 +1,292 @@
+"""Boot the cached image under qemu and run commands in it through the guest agent.
+
+One ``ZfsVM`` is one boot: the root image is attached ``snapshot=on`` (nothing
+is written back), the scratch disks are fresh sparse files, and the run
+directory (control share, agent socket, console log) is deleted on shutdown.
+``run()`` mirrors ``subprocess.run``: it returns ``subprocess.CompletedProcess``
+and raises ``CalledProcessError`` / ``TimeoutExpired`` the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.zfsvm import config, image, qemu
+from tests.zfsvm.errors import HarnessError
+
+BOOT_TIMEOUT = {"kvm": 30.0, "tcg": 420.0}
+# Host-side slack on top of a command's own timeout before the VM is declared hung.
+GRACE = 120.0
+GUEST_ROOT = "/zv"
+PR_SET_PDEATHSIG = 1
+
+
+class _Channel:
+    """JSON lines over the agent's unix socket, with deadlines and a liveness check on qemu."""
+
+    def __init__(self, path: Path, proc: subprocess.Popen):
+        self.proc = proc
+        self.buf = b""
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(1.0)
+        self.sock.connect(str(path))
+
+    def send(self, msg: dict) -> None:
+        self.sock.sendall((json.dumps(msg) + "\n").encode())
+
+    def recv(self, deadline: float) -> dict | None:
+        """Next message, or None when the deadline passes; raises if qemu has exited."""
+        while b"\n" not in self.buf:
+            if self.proc.poll() is not None:
+                raise HarnessError(f"qemu exited with status {self.proc.returncode}")
+            if time.monotonic() > deadline:
+                return None
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except TimeoutError:
+                continue
+            if not chunk:
+                raise HarnessError("agent channel closed by qemu")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class ZfsVM:
+    """A booted test VM. Use ``with ZfsVM.boot() as vm: vm.run([...])``."""
+
+    kind = "vm"
+    python = ("python3",)
+    repo = f"{GUEST_ROOT}/repo"
+
+    def __init__(self, proc, channel, rundir: Path, accel: str, scratch_count: int):
+        self.proc, self.channel, self.rundir, self.accel = proc, channel, rundir, accel
+        self.detail = accel
+        self.scratch_devices = [f"/dev/vd{chr(ord('b') + i)}" for i in range(scratch_count)]
+        self.exchange_host = rundir / "ctl" / "x"
+        self.exchange_guest = f"{GUEST_ROOT}/ctl/x"
+        self.exchange_host.mkdir()
+        self._next_id = 1
+
+    # -- boot -------------------------------------------------------------------------------
+    @classmethod
+    def boot(cls, scratch_disks: int = 2, scratch_gib: int = 4, memory_mib: int = 2048) -> ZfsVM:
+        imgdir = config.image_dir()
+        if not image.is_built(imgdir):
+            raise HarnessError(
+                f"VM image not built ({imgdir}): run `python -m tests.zfsvm build` "
+                "as root (8-15 min once, then cached)"
+            )
+        image.require_tools(["qemu-system-x86_64"])
+        warn_missing_extension()
+        pydeps = image.ensure_pydeps()
+        last_error = None
+        for accel in qemu.accel_candidates():
+            rundir = Path(tempfile.mkdtemp(prefix="zvvm-"))
+            spec = _machine_spec(imgdir, rundir, pydeps, scratch_disks, scratch_gib, memory_mib)
+            try:
+                vm = cls._start(spec, accel, scratch_disks)
+            except HarnessError as exc:
+                last_error = exc
+                image.log(f"boot with {accel} failed: {exc}")
+                shutil.rmtree(rundir, ignore_errors=True)
+                continue
+            if os.environ.get("ZVERIFY_VM_ACCEL", "auto") == "auto" and qemu.kvm_usable_device():
+                qemu.remember_accel(accel)
+            return vm
+        if len(qemu.accel_candidates()) > 1:
+            qemu.remember_accel("tcg")
+        raise HarnessError(f"the VM did not boot: {last_error}")
+
+    @classmethod
+    def _start(cls, spec: qemu.MachineSpec, accel: str, scratch_count: int) -> ZfsVM:
+        start = time.monotonic()
+        # qemu's own messages go to a file, not a pipe: nobody reads them during the session.
+        with open(spec.console_log.with_name("qemu.log"), "wb") as qemu_log:
+            proc = subprocess.Popen(
+                qemu.command(spec, accel),
+                stdin=subprocess.DEVNULL,
+                stdout=qemu_log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            channel = _connect(spec.socket, proc)
+            _wait_hello(channel, BOOT_TIMEOUT[accel], spec.console_log)
+        except HarnessError:
+            _kill(proc)
+            raise
+        image.log(f"VM up ({accel}) in {time.monotonic() - start:.1f}s")
+        return cls(proc, channel, spec.console_log.parent, accel, scratch_count)
+
+    # -- commands ---------------------------------------------------------------------------
+    def run(
+        self,
+        argv,
+        *,
+        timeout: float = 600,
+        check: bool = False,
+        input=None,
+        env=None,
+        cwd: str | None = None,
+        text: bool = True,
+    ) -> subprocess.CompletedProcess:
+        """Run argv in the guest (cwd defaults to the shared checkout) and wait for it."""
+        argv = [str(a) for a in argv]
+        req = {"op": "run", "argv": argv, "timeout": timeout, "env": env or {}, "cwd": cwd}
+        if input is not None:
+            data = input.encode() if isinstance(input, str) else input
+            req["stdin_b64"] = base64.b64encode(data).decode()
+        reply = self._request(req, timeout + GRACE)
+        out, err = (base64.b64decode(reply[k]) for k in ("stdout_b64", "stderr_b64"))
+        if text:
+            out, err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        if reply["timed_out"]:
+            raise subprocess.TimeoutExpired(argv, timeout, out, err)
+        result = subprocess.CompletedProcess(argv, reply["rc"], out, err)
+        if check:
+            result.check_returncode()
+        return result
+
+    def sh(self, script: str, **kw) -> subprocess.CompletedProcess:
+        """Run a ``sh -c`` script (``set -e`` applied)."""
+        return self.run(["sh", "-ec", script], **kw)
+
+    def _request(self, req: dict, host_timeout: float) -> dict:
+        req["id"] = self._next_id
+        self._next_id += 1
+        self.channel.send(req)
+        deadline = time.monotonic() + host_timeout
+        while True:
+            msg = self.channel.recv(deadline)
+            if msg is None:
+                self.kill()
+                raise HarnessError(
+                    f"guest agent gave no answer within {host_timeout:.0f}s; VM killed"
+                )
+            if msg.get("id") == req["id"]:
+                return msg
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def shutdown(self, timeout: float = 60) -> None:
+        """Ask the agent to power off; kill qemu if it has not exited in time."""
+        if self.proc.poll() is None:
+            try:
+                self._request({"op": "shutdown"}, 30)
+                self.proc.wait(timeout)
+            except (HarnessError, OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        _kill(self.proc)
+        self.channel.close()
+        if os.environ.get("ZVERIFY_VM_KEEP") != "1":
+            shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def __enter__(self) -> ZfsVM:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+
+def _machine_spec(imgdir, rundir: Path, pydeps, n_scratch, gib, memory_mib) -> qemu.MachineSpec:
+    ctl = rundir / "ctl"
+    ctl.mkdir()
+    shutil.copy2(config.AGENT_SCRIPT, ctl / "agent.py")
+    scratch = []
+    for i in range(n_scratch):
+        disk = rundir / f"scratch{i}.img"
+        with open(disk, "wb") as fh:
+            fh.truncate(gib * 1024**3)
+        scratch.append(disk)
+    shares = [
+        qemu.Share("zvctl", ctl, readonly=False),
+        qemu.Share("zvrepo", config.REPO_ROOT),
+        qemu.Share("zvpydeps", pydeps),
+    ]
+    return qemu.MachineSpec(
+        image=imgdir,
+        socket=rundir / "agent.sock",
+        console_log=rundir / "console.log",
+        scratch=scratch,
+        shares=shares,
+        memory_mib=memory_mib,
+    )
+
+
+def _connect(path: Path, proc) -> _Channel:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = path.with_name("qemu.log").read_text(errors="replace")
+            raise HarnessError(f"qemu exited at once ({proc.returncode}): {out.strip()[-800:]}")
+        if path.exists():
+            try:
+                return _Channel(path, proc)
+            except OSError:
+                pass
+        time.sleep(0.1)
+    raise HarnessError("qemu did not create the agent socket within 30s")
+
+
+def _wait_hello(channel: _Channel, timeout: float, console_log: Path) -> None:
+    """Ping until the agent answers: its hello can be lost if it starts before we connect."""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            channel.send({"op": "ping", "id": -1})
+            msg = channel.recv(min(deadline, time.monotonic() + 10))
+            if msg is not None:
+                return
+    except HarnessError as exc:
+        raise HarnessError(f"{exc}; console:\n{_tail(console_log)}") from exc
+    raise HarnessError(
+        f"no answer from the guest agent within {timeout:.0f}s; console:\n{_tail(console_log)}"
+    )
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(True)[-lines:])
+    except OSError:
+        return "(no console log)"
+
+
+def _die_with_parent() -> None:
+    """In the qemu child: get SIGKILL if the test process dies, so no VM outlives its session."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _kill(proc) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def warn_missing_extension() -> None:
+    """zverify's C extension is built on the host (CI does it); say so early if it is absent."""
+    if not extension_built():
+        image.log(
+            "warning: zverify/_zvcore*.so not found in the checkout: build it first with "
+            "`pip install -e .` or `python setup.py build_ext --inplace`"
+        )
+
+
+def extension_built() -> bool:
+    return any((config.REPO_ROOT / "zverify").glob("_zvcore*.so"))
