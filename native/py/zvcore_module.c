@@ -175,7 +175,7 @@ static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"root", "algo", "threads", "block_size", "one_file_system",
                              "xattrs", "batch", NULL};
     PyObject *root;
-    zv_options opt = {.algo = ZV_HASH_XXH3_128, .threads = 2, .block_size = 1 << 20,
+    zv_options opt = {.algo = ZV_HASH_XXH3_128, .threads = 2, .block_size = 128 << 10,
                       .one_file_system = 0, .read_xattrs = 1};
     Py_ssize_t batch = 1024, block = (Py_ssize_t)opt.block_size;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppn", kwlist, PyUnicode_FSConverter,

@@ -173,7 +173,7 @@ static int init_walk(zv_walk *w, const char *root, const zv_options *opt, int *e
     if (w->opt.threads < 1)
         w->opt.threads = 1;
     if (w->opt.block_size < 4096)
-        w->opt.block_size = 1 << 20;
+        w->opt.block_size = 128 << 10;
     w->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOATIME);
     if (w->root_fd < 0 && errno == EPERM)
         w->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -14,8 +14,9 @@ from tests.treebuilder import pattern, sparse, write
 from zverify import _zvcore
 
 BOUNDARY_LENGTHS = [0, 1, 15, 16, 17, 127, 128, 129, 240, 241, 1023, 1024, 1025]
-BLOCK = 1 << 20
-BOUNDARY_LENGTHS += [BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 7]
+# around the default read block (128 KiB) and a larger block size users might pick
+for block in (128 << 10, 1 << 20):
+    BOUNDARY_LENGTHS += [block - 1, block, block + 1, 3 * block + 7]
 
 
 def walk(root: Path, **kw: object) -> list[_zvcore.Record]:
