@@ -9,6 +9,7 @@ os.preadv release the GIL, so the threads really run in parallel).
 
 import errno
 import os
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from zverify.hashing import Algorithm
 READ_BLOCK = 128 << 10
 # BLAKE3 gets larger chunks: the binding only spreads work over threads for big inputs.
 BLAKE3_BLOCK = 1 << 20
+BIG_FILE = 1 << 20  # BLAKE3: files at least this big are hashed in the pool
 # Index of fields in a Record, for rebuilding one with a BLAKE3 digest.
 _DIGEST, _ERROR, _CHANGED = 17, 18, 19
 
@@ -67,7 +69,7 @@ class TreeWalk:
     def __iter__(self) -> Iterator[Entry]:
         for batch in self._walker:
             if self._pool is not None:
-                batch = list(self._pool.map(self._hash_blake3, batch))
+                batch = self._hash_batch_blake3(batch)
             yield from batch
 
     def progress(self) -> tuple[int, int]:
@@ -79,6 +81,19 @@ class TreeWalk:
         self._walker.close()
         if self._pool is not None:
             self._pool.shutdown()
+
+    def _hash_batch_blake3(self, batch: list[Entry]) -> list[Entry]:
+        """Large files go to the pool (the binding drops the GIL while hashing);
+        small ones are hashed here: for them, handing work to threads that
+        then fight over the GIL cost more than the hashing."""
+        assert self._pool is not None
+        big = {
+            i: self._pool.submit(self._hash_blake3, e)
+            for i, e in enumerate(batch)
+            if e.size >= BIG_FILE
+        }
+        small = [e if i in big else self._hash_blake3(e) for i, e in enumerate(batch)]
+        return [big[i].result() if i in big else e for i, e in enumerate(small)]
 
     def _hash_blake3(self, entry: Entry) -> Entry:
         if entry.kind != Kind.FILE or entry.error is not None or entry.changed is not None:
@@ -96,7 +111,7 @@ class TreeWalk:
             if not _same_inode(os.fstat(fd), entry):
                 return None, "replaced"
             hasher = blake3.blake3(max_threads=blake3.blake3.AUTO if entry.size > 1 << 24 else 1)
-            buf = bytearray(BLAKE3_BLOCK)
+            buf = _thread_buffer()
             offset = 0
             while True:
                 try:
@@ -113,6 +128,17 @@ class TreeWalk:
             return hasher.digest(), None
         finally:
             os.close(fd)
+
+
+_buffers = threading.local()
+
+
+def _thread_buffer() -> bytearray:
+    """One read buffer per pool thread: allocating 1 MiB per file cost more than hashing."""
+    buf: bytearray | None = getattr(_buffers, "buf", None)
+    if buf is None:
+        buf = _buffers.buf = bytearray(BLAKE3_BLOCK)
+    return buf
 
 
 class _ReadError(Exception):
@@ -132,11 +158,22 @@ def _same_inode(st: os.stat_result, entry: Entry) -> bool:
 
 
 def _open_below(root: bytes, rel: bytes) -> int:
-    """Open root/rel read-only without following symlinks or touching atime.
+    """Open root/rel read-only without following a final symlink or touching atime.
 
-    Paths longer than PATH_MAX are opened one directory at a time.
+    Short paths are opened whole (one syscall); the caller checks that the
+    inode is the one the walk listed, which also catches a directory swapped
+    for a symlink meanwhile.  Paths near PATH_MAX go one directory at a time.
     """
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if len(root) + len(rel) < 3000:
+        full = root + b"/" + rel
+        try:
+            try:
+                return os.open(full, flags | os.O_NOATIME)
+            except PermissionError:
+                return os.open(full, flags)
+        except OSError as err:
+            raise _ReadError("open", err.errno or errno.EIO, -1) from None
     *dirs, name = rel.split(b"/")
     dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

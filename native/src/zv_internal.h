@@ -27,8 +27,19 @@ struct zv_walk {
     int root_fd;
     uint64_t root_dev;
 
+    /*
+     * One lock, three conditions, each with its own sleeper(s), and a flag
+     * or count telling whether anyone sleeps there, so that the per-file
+     * hot path signals nobody when nobody waits (a wake-up per file made
+     * batches of one record and a futex storm on trees of small files).
+     */
     pthread_mutex_t lock;
-    pthread_cond_t changed; /* any state change: slots, stop, done */
+    pthread_cond_t work_cv;  /* workers: a PENDING slot, or the end */
+    pthread_cond_t space_cv; /* walker: a free slot or a free fd */
+    pthread_cond_t ready_cv; /* consumer: the ring is filling up, or the end */
+    int idle_workers;
+    int walker_waiting;
+    int consumer_waiting;
     zv_slot *ring;
     size_t ring_size;
     uint64_t head;          /* next slot the consumer takes */

@@ -23,17 +23,27 @@
 #include <xxhash.h>
 
 #define RING_SLOTS 4096
+/* The consumer gathers records for up to this long before returning a
+ * partial batch; producers wake it early only when the ring is half full. */
+#define GATHER_MS 2
 
 static zv_slot *slot_at(struct zv_walk *w, uint64_t i)
 {
     return &w->ring[i % w->ring_size];
 }
 
+static void wait_for_space(struct zv_walk *w)
+{
+    w->walker_waiting = 1;
+    pthread_cond_wait(&w->space_cv, &w->lock);
+    w->walker_waiting = 0;
+}
+
 int zv_pipeline_reserve_fd(struct zv_walk *w)
 {
     pthread_mutex_lock(&w->lock);
     while (!w->stop && w->open_files >= w->max_open_files)
-        pthread_cond_wait(&w->changed, &w->lock);
+        wait_for_space(w);
     int stopping = w->stop;
     if (!stopping)
         w->open_files++;
@@ -44,8 +54,7 @@ int zv_pipeline_reserve_fd(struct zv_walk *w)
 void zv_pipeline_release_fd(struct zv_walk *w)
 {
     pthread_mutex_lock(&w->lock);
-    w->open_files--;
-    pthread_cond_broadcast(&w->changed);
+    w->open_files--; /* only the walker itself waits for fds: nobody to wake */
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -53,7 +62,7 @@ int zv_pipeline_push(struct zv_walk *w, zv_record *rec, int fd)
 {
     pthread_mutex_lock(&w->lock);
     while (!w->stop && w->tail - w->head >= w->ring_size)
-        pthread_cond_wait(&w->changed, &w->lock);
+        wait_for_space(w);
     if (w->stop) {
         if (fd >= 0) {
             close(fd);
@@ -67,7 +76,10 @@ int zv_pipeline_push(struct zv_walk *w, zv_record *rec, int fd)
     s->rec = *rec;
     s->fd = fd;
     s->state = fd >= 0 ? SLOT_PENDING : SLOT_READY;
-    pthread_cond_broadcast(&w->changed);
+    if (fd >= 0 && w->idle_workers > 0)
+        pthread_cond_signal(&w->work_cv);
+    if (w->consumer_waiting && w->tail - w->head >= w->ring_size / 2)
+        pthread_cond_signal(&w->ready_cv);
     pthread_mutex_unlock(&w->lock);
     return 0;
 }
@@ -78,7 +90,8 @@ static void *walker_main(void *arg)
     zv_traverse(w);
     pthread_mutex_lock(&w->lock);
     w->walker_done = 1;
-    pthread_cond_broadcast(&w->changed);
+    pthread_cond_broadcast(&w->work_cv);
+    pthread_cond_signal(&w->ready_cv);
     pthread_mutex_unlock(&w->lock);
     return NULL;
 }
@@ -98,7 +111,9 @@ static zv_slot *claim_next(struct zv_walk *w)
         }
         if (w->walker_done)
             return NULL;
-        pthread_cond_wait(&w->changed, &w->lock);
+        w->idle_workers++;
+        pthread_cond_wait(&w->work_cv, &w->lock);
+        w->idle_workers--;
     }
 }
 
@@ -119,7 +134,8 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&w->lock);
         s->state = SLOT_READY;
         w->open_files--;
-        pthread_cond_broadcast(&w->changed);
+        if (w->walker_waiting) /* it may be waiting for this fd */
+            pthread_cond_signal(&w->space_cv);
     }
     pthread_mutex_unlock(&w->lock);
     XXH3_freeState(st);
@@ -140,24 +156,49 @@ static struct timespec deadline_after(int ms)
     return t;
 }
 
+static void take_ready(zv_walk *w, zv_record *out, size_t max, size_t *n)
+{
+    size_t before = *n;
+    while (*n < max && w->head < w->tail && slot_at(w, w->head)->state == SLOT_READY) {
+        zv_slot *s = slot_at(w, w->head++);
+        out[(*n)++] = s->rec;
+        s->state = SLOT_EMPTY;
+    }
+    if (*n > before && w->walker_waiting)
+        pthread_cond_signal(&w->space_cv);
+}
+
+static int before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/*
+ * Gather as many ready records as fit, waiting in GATHER_MS slices: a full
+ * batch, the end of the walk, or a slice that added nothing after some
+ * records arrived ends the call.
+ */
 int zv_walk_next(zv_walk *w, zv_record *out, size_t max, size_t *n, int timeout_ms)
 {
     *n = 0;
     struct timespec deadline = deadline_after(timeout_ms);
-    int timed_out = 0;
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        while (*n < max && w->head < w->tail && slot_at(w, w->head)->state == SLOT_READY) {
-            zv_slot *s = slot_at(w, w->head++);
-            out[(*n)++] = s->rec;
-            s->state = SLOT_EMPTY;
-        }
-        if (*n > 0 || w->stop || (w->walker_done && w->head == w->tail) || timed_out)
-            break;
-        timed_out = pthread_cond_timedwait(&w->changed, &w->lock, &deadline) == ETIMEDOUT;
+        size_t had = *n;
+        take_ready(w, out, max, n);
+        int done = w->walker_done && w->head == w->tail;
+        if (*n == max || w->stop || done || (had > 0 && *n == had))
+            break; /* full, finished, or a whole slice brought nothing new */
+        struct timespec now = deadline_after(0), slice = deadline_after(GATHER_MS);
+        if (*n == 0 && !before(&now, &deadline))
+            break; /* the caller's timeout: let it check for signals */
+        if (*n == 0 && before(&deadline, &slice))
+            slice = deadline;
+        w->consumer_waiting = 1;
+        pthread_cond_timedwait(&w->ready_cv, &w->lock, &slice);
+        w->consumer_waiting = 0;
     }
     int stopped = w->stop, done = w->walker_done && w->head == w->tail;
-    pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
     __atomic_add_fetch(&w->entries, *n, __ATOMIC_RELAXED);
     if (*n > 0)
@@ -194,7 +235,9 @@ static int init_walk(zv_walk *w, const char *root, const zv_options *opt, int *e
     if (!w->ring || !w->workers)
         return ZV_ENOMEM;
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->changed, NULL);
+    pthread_cond_init(&w->work_cv, NULL);
+    pthread_cond_init(&w->space_cv, NULL);
+    pthread_cond_init(&w->ready_cv, NULL);
     return ZV_OK;
 }
 
@@ -243,7 +286,9 @@ void zv_walk_stop(zv_walk *w)
 {
     pthread_mutex_lock(&w->lock);
     w->stop = 1;
-    pthread_cond_broadcast(&w->changed);
+    pthread_cond_broadcast(&w->work_cv);
+    pthread_cond_broadcast(&w->space_cv);
+    pthread_cond_broadcast(&w->ready_cv);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -263,7 +308,9 @@ void zv_walk_close(zv_walk *w)
         zv_record_free(&s->rec);
     }
     close(w->root_fd);
-    pthread_cond_destroy(&w->changed);
+    pthread_cond_destroy(&w->work_cv);
+    pthread_cond_destroy(&w->space_cv);
+    pthread_cond_destroy(&w->ready_cv);
     pthread_mutex_destroy(&w->lock);
     free(w->ring);
     free(w->workers);
