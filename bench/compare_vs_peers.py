@@ -13,6 +13,8 @@ keyed by their parameters), each as SRC plus DST = `cp -a SRC DST`:
   usr     a copy of /usr (--quick: /usr/share)
 
 For every corpus, each tool runs once to warm the page cache, then N rounds
+(every file of both trees is read again before each timed run: rclone drops
+what it read from the page cache, which penalised the tool after it),
 run every tool in turn (interleaved, so drift hits every tool alike); the
 median wall time is reported with the ratio tool/zverify (> 1 means zverify
 is faster), the peak RSS of the largest process of the command (wait4
@@ -304,6 +306,21 @@ def run_tool(tool: Tool, src: Path, dst: Path, work: Path) -> Run:
     return Run(seconds, int(rss), float(user) + float(system), rc, tool.identical(rc, text), load1)
 
 
+def warm_page_cache(src: Path, dst: Path) -> None:
+    """Read every file of both trees before each timed run.
+
+    Needed for fairness, not speed: rclone drops the files it read from the
+    page cache (fadvise DONTNEED; `fincore` shows 0 resident pages after
+    `rclone check`), so whichever tool ran after it paid for disk reads.
+    """
+    subprocess.run(
+        f"find {shlex.quote(str(src))} {shlex.quote(str(dst))} -type f -print0 "
+        "| xargs -0 cat > /dev/null",
+        shell=True,
+        check=False,
+    )
+
+
 def bench_corpus(name: str, src: Path, dst: Path, runs: int, tools: list[Tool]) -> list[ToolResult]:
     results = [ToolResult(t.name, t.note) for t in tools]
     with tempfile.TemporaryDirectory(prefix="zvbench-") as tmp:
@@ -317,6 +334,7 @@ def bench_corpus(name: str, src: Path, dst: Path, runs: int, tools: list[Tool]) 
                 print(f"    verdict not identical; output:\n{out}")
         for i in range(runs):
             for tool, result in zip(tools, results, strict=True):
+                warm_page_cache(src, dst)
                 run = run_tool(tool, src, dst, work)
                 result.runs.append(run)
                 print(

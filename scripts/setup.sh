@@ -8,7 +8,7 @@ APT_PACKAGES=(
     build-essential libxxhash-dev        # the C core
     rsync tar coreutils attr acl         # real copies and metadata tools in tests
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
-    hashdeep rclone b3sum xxhash         # peers measured side by side in bench/
+    hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/
     qemu-system-x86 debootstrap          # tests/zfsvm: real OpenZFS in a qemu VM
 )
 

@@ -150,6 +150,12 @@ void zv_record_set_stat(zv_record *r, const struct stat *st);
 void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
                   void *xxh_state, uint64_t *bytes_counter);
 
+/* XXH3-128 built for AVX2 (zv_xxh_avx2.c); usable() says if this CPU can run it. */
+int zv_xxh_avx2_usable(void);
+int zv_xxh_avx2_reset(void *state);
+void zv_xxh_avx2_update(void *state, const void *data, size_t len);
+void zv_xxh_avx2_digest(const void *state, unsigned char out[16]);
+
 /* Read all xattrs of fd (or of path if fd < 0) into r (zv_file.c). */
 void zv_xattrs_read(int fd, const char *path, zv_record *r);
 

@@ -21,6 +21,49 @@
 
 static const unsigned char zero_block[65536];
 
+/*
+ * Which XXH3 build hashes: the AVX2 one when the CPU has it, else Debian's
+ * library.  ZVERIFY_XXH=baseline forces the library (tests compare both).
+ */
+static int avx2_enabled(void)
+{
+    static int decided = -1;
+    int v = __atomic_load_n(&decided, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *force = getenv("ZVERIFY_XXH");
+        v = zv_xxh_avx2_usable() && !(force && !strcmp(force, "baseline"));
+        __atomic_store_n(&decided, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+static void xxh_reset(XXH3_state_t *st)
+{
+    if (avx2_enabled())
+        zv_xxh_avx2_reset(st);
+    else
+        XXH3_128bits_reset(st);
+}
+
+static void xxh_update(XXH3_state_t *st, const void *data, size_t len)
+{
+    if (avx2_enabled())
+        zv_xxh_avx2_update(st, data, len);
+    else
+        XXH3_128bits_update(st, data, len);
+}
+
+static void xxh_digest(const XXH3_state_t *st, unsigned char out[16])
+{
+    if (avx2_enabled()) {
+        zv_xxh_avx2_digest(st, out);
+        return;
+    }
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
+    memcpy(out, canon.digest, 16);
+}
+
 static void set_error(zv_record *r, int op, int err, int64_t offset)
 {
     if (r->err_op != ZV_OP_NONE)
@@ -34,7 +77,7 @@ static void hash_zeros(XXH3_state_t *st, uint64_t len)
 {
     while (len > 0) {
         size_t n = len < sizeof zero_block ? (size_t)len : sizeof zero_block;
-        XXH3_128bits_update(st, zero_block, n);
+        xxh_update(st, zero_block, n);
         len -= n;
     }
 }
@@ -58,7 +101,7 @@ static int hash_range(int fd, uint64_t off, uint64_t end, zv_record *r, const zv
             return -1;
         }
         if (st)
-            XXH3_128bits_update(st, buf, (size_t)got);
+            xxh_update(st, buf, (size_t)got);
         off += (uint64_t)got;
         __atomic_add_fetch(bytes_counter, (uint64_t)got, __ATOMIC_RELAXED);
     }
@@ -131,7 +174,7 @@ void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *bu
     }
     XXH3_state_t *st = opt->algo == ZV_HASH_XXH3_128 ? xxh_state : NULL;
     if (st)
-        XXH3_128bits_reset(st);
+        xxh_reset(st);
     if (r->size > opt->block_size)
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     scan_extents(fd, r, opt, buf, st, bytes_counter);
@@ -144,9 +187,7 @@ void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *bu
         return;
     }
     if (st) {
-        XXH128_canonical_t canon;
-        XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
-        memcpy(r->digest, canon.digest, 16);
+        xxh_digest(st, r->digest);
         r->has_digest = 1;
     }
 }

@@ -226,3 +226,30 @@ def test_abandoned_walk_stops_its_threads(tmp_path: Path) -> None:
     w.close()
     assert next(w, None) is None
     assert threading.active_count() == before
+
+
+def test_avx2_and_baseline_xxh3_builds_agree(tmp_path: Path) -> None:
+    """The AVX2 build (used when the CPU has it) and Debian's library give one digest."""
+    for n in BOUNDARY_LENGTHS:
+        write(tmp_path / f"f{n:08d}", pattern(n, n + 1))
+    code = (
+        "import sys, zverify._zvcore as z\n"
+        "for b in z.Walker(sys.argv[1].encode()):\n"
+        "    for r in b: print(r.path.decode(), r.digest.hex() if r.digest else '-')\n"
+    )
+    repo = Path(__file__).parents[2]
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path)],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=repo,
+            env={**os.environ, "PYTHONPATH": str(repo), "ZVERIFY_XXH": build},
+        ).stdout
+        for build in ("baseline", "auto")
+    ]
+    assert outputs[0] == outputs[1]
+    digests = dict(line.split() for line in outputs[0].splitlines()[1:])
+    for n in BOUNDARY_LENGTHS:
+        assert digests[f"f{n:08d}"] == xxhash.xxh3_128(pattern(n, n + 1)).hexdigest()
