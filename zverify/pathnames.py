@@ -30,10 +30,10 @@ def display(path: bytes) -> tuple[str, bool]:
     try:
         return path.decode("utf-8"), False
     except UnicodeDecodeError:
-        return unescapable(path), True
+        return escape(path), True
 
 
-def unescapable(path: bytes) -> str:
+def escape(path: bytes) -> str:
     """Escape: backslash doubled, undecodable bytes as \\xHH, the rest as UTF-8."""
     text = path.decode("utf-8", errors="surrogateescape").replace("\\", "\\\\")
     return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)

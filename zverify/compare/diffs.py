@@ -6,6 +6,7 @@ could not be read (or changed while being read) yields only an `error` or
 """
 
 import datetime
+import os
 import stat
 from dataclasses import dataclass
 
@@ -101,8 +102,6 @@ def _content(src: Entry, dst: Entry, detail: str) -> Difference:
 
 
 def _device(rdev: int) -> str:
-    import os
-
     return f"{os.major(rdev)}:{os.minor(rdev)}"
 
 
