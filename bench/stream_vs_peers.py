@@ -97,7 +97,7 @@ def _best(argv: list[str], repeat: int) -> float:
 
 def _best_in_process(path: Path, repeat: int) -> float:
     """The library call alone: the CLI's interpreter start-up and imports excluded."""
-    from zverify.zfs.stream import verify_stream
+    from zverify.sendstream.validate import verify_stream
 
     best = float("inf")
     for _ in range(repeat):

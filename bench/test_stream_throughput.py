@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from zverify import _zvcore
-from zverify.zfs.stream import verify_stream
+from zverify.sendstream.validate import verify_stream
 
 sys.path.insert(0, str(Path(__file__).parent))
 from stream_vs_peers import synthesize

@@ -7,7 +7,7 @@ ext4, btrfs and an lz4 ZFS dataset.
 import os
 from dataclasses import dataclass
 
-from zverify.zfs import zfscli
+from zverify.zfs import command as zfs_command
 
 
 @dataclass(frozen=True)
@@ -48,5 +48,5 @@ def filesystem_of(path: str) -> FsInfo:
         if inside and len(mountpoint) >= len(best[0]):
             best = (mountpoint, fstype, source)
     mountpoint, fstype, source = best
-    zfs = zfscli.dataset_properties(source) if fstype == "zfs" else None
+    zfs = zfs_command.dataset_properties(source) if fstype == "zfs" else None
     return FsInfo(fstype, source, mountpoint, zfs)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zverify.zfs.stream import StreamReport, verify_stream
+from zverify.sendstream.validate import StreamReport, verify_stream
 
 STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
 INDEX = STREAMS / "index.json"

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from tests.stream.streamgen import fletcher4, native_nvlist, resume_token, xdr_nvlist
 from zverify import _zvcore
-from zverify.zfs.nvlist import NvlistError, unpack
-from zverify.zfs.resume_token import TokenError, decode_token
+from zverify.sendstream.nvlist import NvlistError, unpack
+from zverify.sendstream.token import TokenError, decode_token
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 127, 128, 511, 512, 513, 1024 + 4, 65536 * 2 + 9])

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.stream.conftest import STREAMS, real_entries
 from tests.stream.streamgen import package
-from zverify.zfs.stream import verify_stream
+from zverify.sendstream.validate import verify_stream
 
 
 def _base() -> bytes:

@@ -16,8 +16,8 @@ import pytest
 from tests.stream.conftest import INDEX, STREAMS, real_entries
 from tests.stream.streamgen import DRR, byteswap, resign, walk
 from tests.stream.test_cli import RUNNER
-from zverify.zfs.resume_token import decode_token
-from zverify.zfs.stream import verify_stream
+from zverify.sendstream.token import decode_token
+from zverify.sendstream.validate import verify_stream
 
 pytestmark = pytest.mark.skipif(
     not INDEX.exists(), reason="no real fixtures: tests/data/streams/index.json not generated"

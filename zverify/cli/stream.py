@@ -1,6 +1,6 @@
 """`zverify stream verify|info|token`: check ZFS send-stream files offline.
 
-Thin commands: parse options, call zverify.zfs.stream / resume_token, render, return the
+Thin commands: parse options, call zverify.sendstream.validate / token, render, return the
 exit code (0 all intact, 1 something damaged, 2 something could not be read).
 """
 
@@ -21,8 +21,8 @@ from tqdm import tqdm
 from zverify import exitcodes
 from zverify.errors import UsageError
 from zverify.progress import wanted
-from zverify.zfs.resume_token import TokenError, decode_token
-from zverify.zfs.stream import StreamReport, Substream, verify_stream
+from zverify.sendstream.token import TokenError, decode_token
+from zverify.sendstream.validate import StreamReport, Substream, verify_stream
 
 app = typer.Typer(
     name="stream",

@@ -1,1 +1,4 @@
-"""ZFS: send streams, and the only modules that talk to ZFS (zfscli, lzc)."""
+"""Live ZFS: the only package that runs `zfs`/`zpool` or calls libzfs_core.
+
+Offline send-stream parsing lives apart, in zverify.sendstream.
+"""

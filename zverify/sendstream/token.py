@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from zverify import _zvcore
-from zverify.zfs.nvlist import NvDict, NvlistError, unpack
+from zverify.sendstream.nvlist import NvDict, NvlistError, unpack
 
 MAX_PACKED = 16 << 20
 """Far above any real token (a few hundred bytes), far below anything dangerous."""

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zverify import _zvcore, exitcodes
-from zverify.zfs import stream_format as fmt
-from zverify.zfs.nvlist import NvDict, NvlistError, unpack
-from zverify.zfs.stream_format import BeginFlag, HeaderType, RecordType
+from zverify.sendstream import format as fmt
+from zverify.sendstream.format import BeginFlag, HeaderType, RecordType
+from zverify.sendstream.nvlist import NvDict, NvlistError, unpack
 
 ProgressHook = Callable[[int], None]
 """Called with the number of bytes read so far."""

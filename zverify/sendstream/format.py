@@ -1,8 +1,8 @@
 """The OpenZFS send-stream format as pure data: record types, flags, feature bits, BEGIN layout.
 
-Values come from OpenZFS's include/sys/zfs_ioctl.h (see docs/design/stream.md and the team's
+Values come from OpenZFS's include/sys/zfs_ioctl.h (see docs/design/sendstream.md and the team's
 send-stream-format notes).  Nothing here reads a stream; the C scanner frames records and
-zverify.zfs.stream interprets the few headers it hands back (BEGIN and END).
+zverify.sendstream.validate interprets the few headers it hands back (BEGIN and END).
 """
 
 from __future__ import annotations
