@@ -1,17 +1,19 @@
-"""The `zverify` command: the root typer app and the one top-level error handler.
+"""The `zverify` command: the root typer app and the one top-level handler of exit codes.
 
-Commands live one per module (cli/compare.py, ...); each parses options,
-calls one library function and renders its result.  Here ZverifyError
-becomes one line on stderr and its exit code, Ctrl-C becomes 130, and
-usage errors exit 2.
+Commands live one per module (cli/compare.py, ...); each parses options, calls one library
+function and renders its result.  Here, and only here, everything that ends a run becomes
+an exit code: ZverifyError -> one line and its code; a usage error -> one line, 2; Ctrl-C ->
+130; any unexpected exception -> its traceback on stderr and 2, never 1 ("differences").
 """
 
+import importlib
+import os
 import sys
+import traceback
 
-import click
 import typer
 
-from zverify import exitcodes
+from zverify import __version__, exitcodes
 from zverify.cli import compare
 from zverify.cli.stream import app as stream_app
 from zverify.errors import ZverifyError
@@ -28,28 +30,124 @@ app.command(name="compare")(compare.compare)
 app.add_typer(stream_app, name="stream")
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"zverify {__version__}")
+        raise typer.Exit(exitcodes.IDENTICAL)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
     """zverify: copy verification for people who move data for a living."""
 
 
+def _exception_classes(name: str) -> tuple[type[BaseException], ...]:
+    """typer up to 0.2x raises click's exceptions, newer typer its vendored copy and its own
+    Exit/Abort: accept all of them, so that a usage error can never fall through to the crash
+    handler (or, worse, to exit 1)."""
+    found: list[type[BaseException]] = []
+    for module in ("typer", "typer.exceptions", "typer._click.exceptions", "click.exceptions"):
+        try:
+            cls = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, BaseException) and cls not in found:
+            found.append(cls)
+    return tuple(found)
+
+
+_USAGE = _exception_classes("ClickException")
+_EXIT = _exception_classes("Exit")
+_ABORT = _exception_classes("Abort")
+
+
 def main(argv: list[str] | None = None) -> None:
-    sys.exit(run(argv))
+    code = run(argv)
+    _flush_stdout()
+    sys.exit(code)
 
 
 def run(argv: list[str] | None = None) -> int:
+    """Run the command line and return its exit code; never raises (but SystemExit)."""
     try:
         code = app(args=argv, prog_name="zverify", standalone_mode=False)
     except ZverifyError as err:
-        print(f"zverify: {err}", file=sys.stderr)
-        return err.exit_code
-    except click.exceptions.Abort:
-        print("zverify: interrupted", file=sys.stderr)
-        return exitcodes.INTERRUPTED
+        return _fail(str(err), err.exit_code)
+    except SystemExit as err:
+        # click exits by itself on EPIPE (with 1, "differences"!) and may swap stderr for
+        # a wrapper that swallows writes; zverify's commands never call sys.exit.
+        return _framework_exit(err)
     except KeyboardInterrupt:
-        print("zverify: interrupted", file=sys.stderr)
-        return exitcodes.INTERRUPTED
-    except click.ClickException as err:
-        err.show(file=sys.stderr)
-        return exitcodes.TROUBLE
+        return _interrupted()
+    except _ABORT:
+        return _interrupted()
+    except _EXIT as err:
+        code = getattr(err, "exit_code", exitcodes.TROUBLE)
+        # typer turns Ctrl-C into Exit(130) itself: still say so
+        return _interrupted() if code == exitcodes.INTERRUPTED else code
+    except _USAGE as err:
+        return _usage_error(err)
+    except OSError as err:
+        # e.g. ENOSPC or EPIPE while writing the report: the verdict was not delivered
+        _discard_stdout()
+        return _fail(f"{err.strerror or err}{_filename(err)}", exitcodes.TROUBLE)
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+        return _fail("internal error (traceback above); nothing was verified", exitcodes.TROUBLE)
+    if code == exitcodes.INTERRUPTED:
+        return _interrupted()  # typer returns Ctrl-C as 130 without a word
     return code if isinstance(code, int) else exitcodes.IDENTICAL
+
+
+def _framework_exit(err: SystemExit) -> int:
+    if err.code in (None, 0):
+        return exitcodes.IDENTICAL
+    sys.stderr = sys.__stderr__
+    _discard_stdout()
+    return _fail("the report could not be written (output closed?); verdict not delivered", 2)
+
+
+def _usage_error(err: BaseException) -> int:
+    text = err.format_message()  # type: ignore[attr-defined]
+    if type(err).__name__ == "NoArgsIsHelpError":
+        print(text, file=sys.stderr)  # the help text itself: more useful than one line
+        return exitcodes.TROUBLE
+    return _fail(f"{text} (see --help)", exitcodes.TROUBLE)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"zverify: {message}", file=sys.stderr)
+    return code
+
+
+def _interrupted() -> int:
+    return _fail("interrupted", exitcodes.INTERRUPTED)
+
+
+def _filename(err: OSError) -> str:
+    return f": {err.filename}" if err.filename else ""
+
+
+def _flush_stdout() -> None:
+    """Flush now, so that a full disk or a closed pipe is an exit code, not a message that
+    Python prints at shutdown after the exit code was already decided."""
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        _discard_stdout()
+        _fail(f"cannot write the report: {err.strerror or err}", exitcodes.TROUBLE)
+        sys.exit(exitcodes.TROUBLE)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at interpreter exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -6,6 +6,7 @@ atimes and ctimes are never compared: no copy tool can preserve them.
 """
 
 import enum
+import math
 from dataclasses import dataclass
 
 from zverify.errors import UsageError
@@ -50,6 +51,7 @@ PROFILES: dict[str, frozenset[DiffKind]] = {
     "rsync-aH": RSYNC_AH,
     "full": FULL,
 }
+MAX_MTIME_WINDOW = 86_400 * 366  # a year: beyond that, --ignore mtime says what is meant
 NEVER_IGNORED = frozenset({DiffKind.ERROR, DiffKind.CHANGED})
 
 
@@ -66,8 +68,11 @@ class ComparePolicy:
         """Validate user input into a policy; raises UsageError naming the bad part."""
         if profile not in PROFILES:
             raise UsageError(f"unknown profile {profile!r} (choose from {', '.join(PROFILES)})")
-        if mtime_window < 0:
-            raise UsageError("--mtime-window must be >= 0 seconds")
+        if not (math.isfinite(mtime_window) and 0 <= mtime_window <= MAX_MTIME_WINDOW):
+            raise UsageError(
+                f"--mtime-window must be a number of seconds from 0 to {MAX_MTIME_WINDOW:,}"
+                " (use --ignore mtime to ignore mtimes)"
+            )
         return cls(profile, PROFILES[profile] - _parse_ignore(ignore), round(mtime_window * 1e9))
 
     def checks(self, kind: DiffKind) -> bool:

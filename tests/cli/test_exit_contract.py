@@ -1,0 +1,175 @@
+"""The exit-code contract of the installed command: 0 identical, 1 different, 2 not verified
+(usage errors and crashes included), 130 interrupted.  Every case runs the console script."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.console import console_script, zverify
+from tests.treebuilder import sparse, write
+from zverify import __version__
+
+
+@pytest.fixture
+def trees(tmp_path: Path) -> tuple[str, str]:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    write(src / "a", b"alpha\n")
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+    return str(src), str(dst)
+
+
+@pytest.fixture
+def stream_file(tmp_path: Path) -> str:
+    from tests.stream.streamgen import full_stream
+
+    path = tmp_path / "s.zstream"
+    path.write_bytes(full_stream())
+    return str(path)
+
+
+def assert_usage_error(done: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert done.returncode == 2, done
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zverify: "), done.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["nosuch"], "No such command"),
+        (["--bogus"], "No such option"),
+        (["compare", "--bogus", "SRC", "DST"], "No such option"),
+        (["compare", "SRC"], "Missing argument"),
+        (["compare", "SRC", "DST", "EXTRA"], "unexpected extra argument"),
+        (["compare", "--threads", "abc", "SRC", "DST"], "--threads"),
+        (["compare", "--threads", "0", "SRC", "DST"], "--threads"),
+        (["compare", "--mtime-window", "nan", "SRC", "DST"], "--mtime-window"),
+        (["compare", "--mtime-window", "inf", "SRC", "DST"], "--mtime-window"),
+        (["compare", "--mtime-window", "1e300", "SRC", "DST"], "--mtime-window"),
+        (["compare", "--mtime-window", "-1", "SRC", "DST"], "--mtime-window"),
+        (["compare", "--profile", "everything", "SRC", "DST"], "unknown profile"),
+        (["compare", "--hash", "md5", "SRC", "DST"], "unknown hash"),
+        (["stream", "nosuch"], "No such command"),
+        (["stream", "verify"], "Missing argument"),
+        (["stream", "verify", "--bogus", "S"], "No such option"),
+        (["stream", "info"], "Missing argument"),
+        (["stream", "info", "--bogus", "S"], "No such option"),
+        (["stream", "token"], "Missing argument"),
+        (["stream", "token", "--bogus", "T"], "No such option"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    trees: tuple[str, str], stream_file: str, args: list[str], needle: str
+) -> None:
+    names = {"SRC": trees[0], "DST": trees[1], "S": stream_file}
+    done = zverify(*(names.get(a, a) for a in args))
+    assert_usage_error(done, needle)
+
+
+@pytest.mark.parametrize("args", [[], ["stream"]])
+def test_no_arguments_shows_help_and_exits_2(args: list[str]) -> None:
+    done = zverify(*args)
+    assert done.returncode == 2
+    assert "Usage:" in done.stdout + done.stderr
+
+
+def test_version_and_help_exit_0() -> None:
+    done = zverify("--version")
+    assert (done.returncode, done.stdout) == (0, f"zverify {__version__}\n")
+    for args in (["--help"], ["compare", "--help"], ["stream", "verify", "--help"]):
+        done = zverify(*args)
+        assert done.returncode == 0 and "Usage:" in done.stdout, args
+
+
+def test_verdicts_of_the_installed_command(trees: tuple[str, str], stream_file: str) -> None:
+    src, dst = trees
+    assert zverify("compare", "-q", src, dst).returncode == 0
+    Path(dst, "a").write_bytes(b"ALPHA\n")
+    assert zverify("compare", "-q", "--ignore", "mtime", src, dst).returncode == 1
+    assert zverify("stream", "verify", stream_file).returncode == 0
+    assert zverify("stream", "verify", stream_file + ".missing").returncode == 2
+
+
+def _crash_hook(tmp_path: Path, body: str) -> dict[str, str]:
+    """A sitecustomize that breaks zverify from inside, the way a bug would."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(body)
+    return {"PYTHONPATH": str(hook)}
+
+
+def test_unexpected_exception_exits_2_with_traceback(
+    trees: tuple[str, str], tmp_path: Path
+) -> None:
+    env = _crash_hook(
+        tmp_path,
+        "import zverify.compare.trees as c\n"
+        "def boom(*a, **k):\n    raise RuntimeError('injected bug')\n"
+        "c.compare_trees = boom\n",
+    )
+    done = zverify("compare", "-q", *trees, env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Traceback" in done.stderr and "injected bug" in done.stderr
+    assert "nothing was verified" in done.stderr.splitlines()[-1]
+
+
+def test_broken_installation_exits_2(trees: tuple[str, str], tmp_path: Path) -> None:
+    env = _crash_hook(tmp_path, "")
+    (tmp_path / "hook" / "typer.py").write_text("raise ImportError('typer is broken')\n")
+    done = zverify("compare", "-q", *trees, env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "typer is broken" in done.stderr and "cannot start" in done.stderr
+
+
+def test_full_disk_for_the_report_exits_2(trees: tuple[str, str]) -> None:
+    with open("/dev/full", "w") as full:
+        done = zverify("compare", "-q", *trees, stdout=full)
+    assert done.returncode == 2
+    assert "No space left on device" in done.stderr
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_closed_pipe_for_the_report_exits_2(trees: tuple[str, str], json_flag: list[str]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read: every write fails with EPIPE
+    try:
+        done = zverify("compare", "-q", *json_flag, *trees, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2, done.stderr
+    assert "not delivered" in done.stderr or "Broken pipe" in done.stderr
+
+
+def test_ctrl_c_exits_130_and_says_so(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for tree in (src, dst):
+        tree.mkdir()
+        for i in range(4):  # holes are hashed as zeros: seconds of work, no disk space
+            sparse(tree / f"big{i}", 8 << 30, {})
+    proc = subprocess.Popen(
+        [console_script(), "compare", "-q", "--threads", "1", str(src), str(dst)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    time.sleep(1.5)  # past start-up, inside the walk
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert out == "" and err.strip().endswith("zverify: interrupted")
+
+
+def test_json_verdict_matches_exit_code(trees: tuple[str, str]) -> None:
+    src, dst = trees
+    Path(dst, "extra").write_bytes(b"")
+    done = zverify("compare", "--json", src, dst)
+    assert json.loads(done.stdout)["exit_code"] == done.returncode == 1
