@@ -26,3 +26,14 @@ class RootError(ZverifyError):
         self.side = side
         self.path = path
         self.reason = reason
+
+
+class SameTreeError(ZverifyError):
+    """SRC and DST are one directory: any verdict would be meaningless, and deleting the
+    "original" after an IDENTICAL would delete the only copy."""
+
+    def __init__(self, src: str, dst: str) -> None:
+        super().__init__(
+            f"SRC {src!r} and DST {dst!r} are the same directory (same device and inode): "
+            "nothing to compare"
+        )

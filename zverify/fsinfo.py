@@ -50,3 +50,23 @@ def filesystem_of(path: str) -> FsInfo:
     mountpoint, fstype, source = best
     zfs = zfs_command.dataset_properties(source) if fstype == "zfs" else None
     return FsInfo(fstype, source, mountpoint, zfs)
+
+
+CAP_SYS_ADMIN = 21
+
+
+def unreadable_xattr_namespaces() -> list[str]:
+    """xattr namespaces the kernel hides from this process: listxattr() leaves trusted.*
+    out without CAP_SYS_ADMIN, so a missing trusted.* xattr would pass unseen."""
+    return [] if _has_capability(CAP_SYS_ADMIN) else ["trusted.* xattrs"]
+
+
+def _has_capability(bit: int) -> bool:
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> bit & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False  # cannot tell: say it may not be readable, never claim it was compared

@@ -5,8 +5,8 @@ from typing import Annotated
 
 import typer
 
-from zverify.compare import compare_trees
 from zverify.compare.policy import PROFILES, ComparePolicy
+from zverify.compare.trees import compare_trees
 from zverify.errors import UsageError
 from zverify.hashing import parse_algorithm
 from zverify.progress import entry_progress, wanted

@@ -26,6 +26,8 @@ class Difference:
     dst: JsonValue = None
     members: tuple[bytes, ...] = ()  # hardlink group members
     entries_below: int = 0  # entries inside a missing/extra/retyped directory
+    src_escaped: bool = False  # src/dst hold an escaped byte string (symlink targets)
+    dst_escaped: bool = False
 
 
 def same_entry(s: Entry, d: Entry) -> bool:
@@ -85,9 +87,10 @@ def _payload_difference(src: Entry, dst: Entry) -> list[Difference]:
         if src.digest != dst.digest:
             return [_content(src, dst, "same size, different bytes")]
     elif src.kind == Kind.SYMLINK and src.link != dst.link:
-        targets = display(src.link or b"")[0], display(dst.link or b"")[0]
+        (left, left_esc), (right, right_esc) = display(src.link or b""), display(dst.link or b"")
+        detail = f"-> {left!r} vs -> {right!r}"
         return [
-            Difference(src.path, DiffKind.SYMLINK, "-> {!r} vs -> {!r}".format(*targets), *targets)
+            Difference(src.path, DiffKind.SYMLINK, detail, left, right, (), 0, left_esc, right_esc)
         ]
     elif src.kind in (Kind.CHAR, Kind.BLOCK) and src.rdev != dst.rdev:
         devs = _device(src.rdev), _device(dst.rdev)

@@ -1,27 +1,24 @@
-"""compare_trees(): the library entry point of `zverify compare`.
+"""The pure comparison engine: two canonical-order entry streams in, differences out.
 
-Walks SRC and DST concurrently (each walk has its own C threads), merge-joins
-the two canonical streams, and applies the policy to every pair.  When a
-directory exists on one side only, has changed type, or could not be listed,
-everything below it is folded into that one difference (counted, and its
-sizes accounted) instead of being listed entry by entry.
+compare_entries() merge-joins any two streams of entries (live walks, a manifest, a
+snapshot tree, an MPI rank's share) and applies the policy to every pair.  It does no I/O.
+When a directory exists on one side only, has changed type, or could not be listed,
+everything below it is folded into that one difference (counted, and its sizes accounted)
+instead of being listed entry by entry.  What it means is specified in
+docs/design/compare.md.
 """
 
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-from zverify import exitcodes
 from zverify.compare.diffs import Difference, diff_pair, same_entry
 from zverify.compare.hardlinks import HardlinkTracker
 from zverify.compare.march import march
 from zverify.compare.policy import ComparePolicy, DiffKind
 from zverify.compare.sizes import Explanation, SideTally
 from zverify.entry import Entry, Kind
-from zverify.fsinfo import FsInfo, filesystem_of
-from zverify.hashing import Algorithm
+from zverify.identity import Identity, inode_identity
 from zverify.pathnames import is_under, sort_key
-from zverify.walk import TreeWalk, WalkOptions, default_threads
 
 # Kinds meaning the two entries do not hold the same payload.
 PAYLOAD_KINDS = frozenset(
@@ -35,39 +32,6 @@ PAYLOAD_KINDS = frozenset(
     }
 )
 UNLISTED_OPS = frozenset({"lstat", "opendir", "readdir"})
-ProgressHook = Callable[[int, int], None]  # (entries, bytes) so far, both trees
-
-
-@dataclass
-class CompareResult:
-    src_root: str
-    dst_root: str
-    policy: ComparePolicy
-    algorithm: Algorithm
-    differences: list[Difference]
-    src_sizes: SideTally
-    dst_sizes: SideTally
-    explanation: Explanation
-    src_fs: FsInfo
-    dst_fs: FsInfo
-
-    @property
-    def identical(self) -> bool:
-        return not self.differences
-
-    @property
-    def counts(self) -> Counter[str]:
-        return Counter(d.kind.value for d in self.differences)
-
-    @property
-    def errors(self) -> list[Difference]:
-        return [d for d in self.differences if d.kind is DiffKind.ERROR]
-
-    @property
-    def exit_code(self) -> int:
-        if self.errors:
-            return exitcodes.TROUBLE
-        return exitcodes.IDENTICAL if self.identical else exitcodes.DIFFERENT
 
 
 @dataclass
@@ -80,14 +44,37 @@ class _Fold:
 
 
 @dataclass
+class EngineResult:
+    """What the engine found: the differences (sorted) and both sides' size tallies."""
+
+    differences: list[Difference]
+    src_sizes: SideTally
+    dst_sizes: SideTally
+    explanation: Explanation
+
+
+def compare_entries(
+    src: Iterable[Entry],
+    dst: Iterable[Entry],
+    policy: ComparePolicy,
+    identity: Identity = inode_identity,
+) -> EngineResult:
+    """Compare two canonical-order entry streams; raises march.OrderError on unsorted input."""
+    state = _Comparison(policy, identity)
+    for s, d in march(src, dst):
+        state.visit(s, d)
+    return EngineResult(state.finish(), state.src, state.dst, state.explanation)
+
+
 class _Comparison:
-    policy: ComparePolicy
-    differences: list[Difference] = field(default_factory=list)
-    src: SideTally = field(default_factory=SideTally)
-    dst: SideTally = field(default_factory=SideTally)
-    explanation: Explanation = field(default_factory=Explanation)
-    hardlinks: HardlinkTracker = field(default_factory=HardlinkTracker)
-    fold: _Fold | None = None
+    def __init__(self, policy: ComparePolicy, identity: Identity) -> None:
+        self.policy = policy
+        self.differences: list[Difference] = []
+        self.src = SideTally(identity)
+        self.dst = SideTally(identity)
+        self.explanation = Explanation()
+        self.hardlinks = HardlinkTracker(identity)
+        self.fold: _Fold | None = None
 
     def visit(self, s: Entry | None, d: Entry | None) -> None:
         if s is not None and d is not None and self.fold is None and same_entry(s, d):
@@ -168,55 +155,3 @@ def _subtree_incomparable(s: Entry, d: Entry) -> bool:
         e.changed == "replaced" or (e.error is not None and e.error[0] in UNLISTED_OPS)
         for e in (s, d)
     )
-
-
-def compare_trees(
-    src: str,
-    dst: str,
-    policy: ComparePolicy | None = None,
-    algorithm: Algorithm = Algorithm.XXH3_128,
-    threads: int | None = None,
-    one_file_system: bool = False,
-    progress: ProgressHook | None = None,
-) -> CompareResult:
-    """Compare two trees; raises RootError if either root cannot be walked."""
-    policy = policy or ComparePolicy()
-    options = WalkOptions(
-        algorithm=algorithm,
-        threads=threads or default_threads(),
-        xattrs=policy.needs_xattrs,
-        one_file_system=one_file_system,
-    )
-    state = _Comparison(policy)
-    src_walk = TreeWalk(src, options, "SRC")
-    try:
-        dst_walk = TreeWalk(dst, options, "DST")
-    except BaseException:
-        src_walk.close()
-        raise
-    try:
-        for n, (s, d) in enumerate(march(src_walk, dst_walk)):
-            state.visit(s, d)
-            if progress is not None and n % 512 == 0:
-                progress(*_sum_progress(src_walk, dst_walk))
-    finally:
-        src_walk.close()
-        dst_walk.close()
-    differences = state.finish()
-    return CompareResult(
-        src,
-        dst,
-        policy,
-        algorithm,
-        differences,
-        state.src,
-        state.dst,
-        state.explanation,
-        filesystem_of(src),
-        filesystem_of(dst),
-    )
-
-
-def _sum_progress(a: TreeWalk, b: TreeWalk) -> tuple[int, int]:
-    (ea, ba), (eb, bb) = a.progress(), b.progress()
-    return ea + eb, ba + bb

@@ -16,19 +16,22 @@ something here is wrong):
 """
 
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from zverify.entry import Entry, Kind
+from zverify.identity import Identity, inode_identity
 
 
-@dataclass
 class SideTally:
-    du_bytes: int = 0
-    du_apparent_bytes: int = 0
-    naive_bytes: int = 0
-    naive_apparent_bytes: int = 0
-    _by_kind: list[int] = field(default_factory=lambda: [0] * (max(Kind) + 1))
-    _seen_inodes: set[tuple[int, int]] = field(default_factory=set)
+    def __init__(self, identity: Identity = inode_identity) -> None:
+        self.du_bytes = 0
+        self.du_apparent_bytes = 0
+        self.naive_bytes = 0
+        self.naive_apparent_bytes = 0
+        self._by_kind = [0] * (max(Kind) + 1)
+        self._identity = identity
+        self._seen: set[Hashable] = set()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -41,10 +44,10 @@ class SideTally:
         self.naive_bytes += entry.alloc
         self.naive_apparent_bytes += entry.size
         if entry.nlink > 1 and entry.kind != Kind.DIR:
-            key = (entry.dev, entry.ino)
-            if key in self._seen_inodes:
+            key = self._identity(entry)
+            if key in self._seen:
                 return
-            self._seen_inodes.add(key)
+            self._seen.add(key)
         self.du_bytes += entry.alloc
         self.du_apparent_bytes += entry.size
 

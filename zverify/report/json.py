@@ -5,10 +5,11 @@ with \\xHH escapes and flagged "path_escaped": true (see pathnames.py).
 """
 
 import json
+import os
 from typing import Any
 
-from zverify.compare import CompareResult
 from zverify.compare.diffs import Difference
+from zverify.compare.result import CompareResult
 from zverify.compare.sizes import SideTally
 from zverify.fsinfo import FsInfo
 from zverify.pathnames import display
@@ -26,7 +27,13 @@ def _difference(d: Difference) -> dict[str, Any]:
     if d.src is not None or d.dst is not None:
         out["src"], out["dst"] = d.src, d.dst
     if d.members:
-        out["members"] = [display(m)[0] for m in d.members]
+        shown = [display(m) for m in d.members]
+        out["members"] = [text for text, _ in shown]
+        if any(escaped for _, escaped in shown):
+            out["members_escaped"] = [escaped for _, escaped in shown]
+    for key, escaped in (("src_escaped", d.src_escaped), ("dst_escaped", d.dst_escaped)):
+        if escaped:
+            out[key] = True
     if d.entries_below:
         out["entries_below"] = d.entries_below
     return out
@@ -53,8 +60,10 @@ def compare_document(result: CompareResult) -> dict[str, Any]:
         "profile": result.policy.profile,
         "checked": sorted(k.value for k in result.policy.checked),
         "algorithm": result.algorithm.value,
-        "src": result.src_root,
-        "dst": result.dst_root,
+        **_path_fields("src", os.fsencode(result.src_root)),
+        **_path_fields("dst", os.fsencode(result.dst_root)),
+        "unverifiable": result.unverifiable,
+        "notes": result.notes,
         "differences": [_difference(d) for d in result.differences],
         "counts": dict(sorted(result.counts.items())),
         "errors": [{**_path_fields("path", d.path), "message": d.detail} for d in result.errors],

@@ -1,9 +1,9 @@
 """Human rendering of a CompareResult: one line per difference, a summary,
 and the size table that explains why `du` differs."""
 
-from zverify.compare import CompareResult
 from zverify.compare.diffs import Difference
-from zverify.compare.policy import DiffKind
+from zverify.compare.policy import PROFILES, DiffKind
+from zverify.compare.result import CompareResult
 from zverify.compare.sizes import COMPONENTS, SideTally
 from zverify.fsinfo import FsInfo
 from zverify.pathnames import for_terminal
@@ -51,11 +51,24 @@ def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
 
 def _verdict(result: CompareResult) -> str:
     if result.identical:
-        return f"IDENTICAL under profile {result.policy.profile}"
+        return f"IDENTICAL under {_checks(result)}{_unverifiable(result)}"
     counts = ", ".join(f"{k} {n:,}" for k, n in sorted(result.counts.items()))
-    word = "INCOMPLETE" if result.errors else "DIFFERENT"
+    word = "INCOMPLETE" if result.unverified else "DIFFERENT"
     total = len(result.differences)
     return f"{word}: {total:,} difference{'s' * (total != 1)} ({counts})"
+
+
+def _unverifiable(result: CompareResult) -> str:
+    if not result.unverifiable:
+        return ""
+    return f" ({', '.join(result.unverifiable)} not readable by this process: not compared)"
+
+
+def _checks(result: CompareResult) -> str:
+    """'profile full', or 'profile full minus content, mtime' after --ignore."""
+    ignored = sorted(k.value for k in PROFILES[result.policy.profile] - result.policy.checked)
+    minus = f" minus {', '.join(ignored)}" if ignored else ""
+    return f"profile {result.policy.profile}{minus}"
 
 
 def size_table(result: CompareResult) -> list[str]:
@@ -84,10 +97,11 @@ def render_compare(result: CompareResult) -> str:
     lines = [difference_line(d) for d in result.differences]
     if lines:
         lines.append("")
+    lines += [f"note: {note}" for note in result.notes]
     lines += [
         _side_line("SRC", result.src_root, result.src_sizes, result.src_fs),
         _side_line("DST", result.dst_root, result.dst_sizes, result.dst_fs),
-        f"{_verdict(result)}  [profile {result.policy.profile}, {result.algorithm.value}]",
+        f"{_verdict(result)}  [{_checks(result)}, {result.algorithm.value}]",
         "",
         *size_table(result),
     ]
