@@ -2,8 +2,9 @@
 
 KVM is used only when it demonstrably boots the guest: on hosts whose /dev/kvm
 is PVM, a stock Debian kernel aborts or hangs under it, so ``auto`` tries KVM
-once with a short deadline, remembers the outcome per host kernel and qemu
-binary in the cache, and otherwise uses TCG (``-accel tcg,thread=multi -cpu max``).
+with a short deadline, falls back to TCG (``-accel tcg,thread=multi -cpu max``)
+on any failure, and remembers which one booted per host kernel and qemu binary
+in the cache.
 """
 
 from __future__ import annotations
@@ -111,14 +112,18 @@ def remembered_accel() -> str | None:
 
 
 def remember_accel(accel: str) -> None:
+    """Best effort: called with a VM already running, so a cache we cannot write must not raise."""
     path = _probe_file()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         data = {}
     data[_host_id()] = accel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1))
+    except OSError:
+        pass  # only costs a new probe next time
 
 
 def accel_candidates() -> list[str]:
@@ -128,11 +133,15 @@ def accel_candidates() -> list[str]:
         return [wanted]
     if not kvm_usable_device():
         return ["tcg"]
+    # A remembered "kvm" keeps TCG behind it, so a KVM boot that fails costs time, not the
+    # session; a remembered "tcg" is final, as each failed KVM probe costs BOOT_TIMEOUT["kvm"].
     known = remembered_accel()
-    return [known] if known else ["kvm", "tcg"]
+    return ["tcg"] if known == "tcg" else ["kvm", "tcg"]
 
 
 def expected_accel() -> str:
     """Best guess of the accelerator without booting (for the pytest header)."""
     cands = accel_candidates()
-    return cands[0] if len(cands) == 1 else "kvm or tcg, to be probed"
+    if len(cands) == 1 or remembered_accel() == "kvm":
+        return cands[0]
+    return "kvm or tcg, to be probed"

@@ -19,6 +19,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.zfsvm import config, image, qemu
@@ -27,22 +29,62 @@ from tests.zfsvm.errors import HarnessError
 BOOT_TIMEOUT = {"kvm": 30.0, "tcg": 420.0}
 # Host-side slack on top of a command's own timeout before the VM is declared hung.
 GRACE = 120.0
+# sendall's timeout covers the whole message (stdin included), not each chunk.
+SEND_TIMEOUT = 60.0
+KILL_WAIT = 30.0
 GUEST_ROOT = "/zv"
 PR_SET_PDEATHSIG = 1
 
 
 class _Channel:
-    """JSON lines over the agent's unix socket, with deadlines and a liveness check on qemu."""
+    """JSON lines over the agent's unix socket, with deadlines and a liveness check on qemu.
 
-    def __init__(self, path: Path, proc: subprocess.Popen):
-        self.proc = proc
+    Every socket and decoding failure becomes a ``HarnessError`` here, at the source: a dying
+    qemu shows up as ECONNRESET/EPIPE, and an ``OSError`` escaping to ``ZfsVM.boot()`` would
+    skip its fallback to the next accelerator.
+    """
+
+    def __init__(self, sock: socket.socket, proc: subprocess.Popen):
+        self.sock, self.proc = sock, proc
         self.buf = b""
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(1.0)
-        self.sock.connect(str(path))
+
+    @classmethod
+    def open(cls, path: Path, proc: subprocess.Popen, deadline: float) -> _Channel:
+        """Connect to qemu's socket, retrying until it listens, qemu exits or the deadline."""
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                out = path.with_name("qemu.log").read_text(errors="replace")
+                raise HarnessError(f"qemu exited at once ({proc.returncode}): {out.strip()[-800:]}")
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(1.0)
+            try:
+                sock.connect(str(path))
+            except OSError:  # not created or not listening yet
+                sock.close()
+                time.sleep(0.1)
+                continue
+            return cls(sock, proc)
+        raise HarnessError("qemu did not open the agent socket in time")
+
+    @contextmanager
+    def _guard(self, what: str):
+        try:
+            yield
+        except OSError as exc:
+            # Say that qemu died rather than only "connection reset" when that is the cause.
+            status = self.proc.poll()
+            dead = "" if status is None else f"qemu exited with status {status}; "
+            raise HarnessError(f"{dead}agent channel {what} failed: {_describe(exc)}") from exc
 
     def send(self, msg: dict) -> None:
-        self.sock.sendall((json.dumps(msg) + "\n").encode())
+        data = (json.dumps(msg) + "\n").encode()
+        with self._guard("send"):
+            # The receive timeout (1 s) is too short for a large stdin into a slow guest.
+            self.sock.settimeout(SEND_TIMEOUT)
+            try:
+                self.sock.sendall(data)
+            finally:
+                self.sock.settimeout(1.0)
 
     def recv(self, deadline: float) -> dict | None:
         """Next message, or None when the deadline passes; raises if qemu has exited."""
@@ -51,18 +93,40 @@ class _Channel:
                 raise HarnessError(f"qemu exited with status {self.proc.returncode}")
             if time.monotonic() > deadline:
                 return None
+            self.buf += self._read()
+        line, self.buf = self.buf.split(b"\n", 1)
+        return _decode(line)
+
+    def _read(self) -> bytes:
+        """What arrived within the socket's 1 s timeout (maybe nothing)."""
+        with self._guard("receive"):
             try:
                 chunk = self.sock.recv(1 << 20)
             except TimeoutError:
-                continue
-            if not chunk:
-                raise HarnessError("agent channel closed by qemu")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+                return b""
+        if not chunk:
+            raise HarnessError("agent channel closed by qemu")
+        return chunk
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _decode(line: bytes) -> dict:
+    """One agent message; anything else means the channel is not talking to our agent."""
+    try:
+        msg = json.loads(line)
+    except ValueError as exc:  # includes UnicodeDecodeError
+        raise HarnessError(f"garbage on the agent channel: {line[:200]!r}") from exc
+    if not isinstance(msg, dict):
+        raise HarnessError(f"unexpected message on the agent channel: {line[:200]!r}")
+    return msg
+
+
+def _describe(exc: BaseException) -> str:
+    """Exception type and first line of its message, for one-line logs."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 class ZfsVM:
@@ -93,27 +157,39 @@ class ZfsVM:
         image.require_tools(["qemu-system-x86_64"])
         warn_missing_extension()
         pydeps = image.ensure_pydeps()
-        last_error = None
-        for accel in qemu.accel_candidates():
-            rundir = Path(tempfile.mkdtemp(prefix="zvvm-"))
-            spec = _machine_spec(imgdir, rundir, pydeps, scratch_disks, scratch_gib, memory_mib)
+        machine = (imgdir, pydeps, scratch_disks, scratch_gib, memory_mib)
+        candidates = qemu.accel_candidates()
+        failures: list[_Failure] = []
+        for i, accel in enumerate(candidates):
+            start = time.monotonic()
             try:
-                vm = cls._start(spec, accel, scratch_disks)
-            except HarnessError as exc:
-                last_error = exc
-                image.log(f"boot with {accel} failed: {exc}")
-                shutil.rmtree(rundir, ignore_errors=True)
+                vm = cls._try_accel(accel, *machine)
+            except Exception as exc:  # whatever went wrong, this accelerator did not boot here
+                failures.append(_Failure(accel, time.monotonic() - start, exc))
+                then = f"; trying {candidates[i + 1]}" if i + 1 < len(candidates) else ""
+                image.log(f"{failures[-1].summary()}{then}")
                 continue
-            if os.environ.get("ZVERIFY_VM_ACCEL", "auto") == "auto" and qemu.kvm_usable_device():
+            if len(candidates) > 1:  # this was a probe: next time, go straight to the answer
                 qemu.remember_accel(accel)
             return vm
-        if len(qemu.accel_candidates()) > 1:
-            qemu.remember_accel("tcg")
-        raise HarnessError(f"the VM did not boot: {last_error}")
+        raise HarnessError(_boot_failure(failures)) from failures[-1].exc
+
+    @classmethod
+    def _try_accel(cls, accel, imgdir, pydeps, scratch_disks, scratch_gib, memory_mib) -> ZfsVM:
+        """One boot attempt in a fresh run directory, which is removed if the attempt fails."""
+        rundir = Path(tempfile.mkdtemp(prefix="zvvm-"))
+        try:
+            spec = _machine_spec(imgdir, rundir, pydeps, scratch_disks, scratch_gib, memory_mib)
+            return cls._start(spec, accel, scratch_disks)
+        except BaseException:
+            shutil.rmtree(rundir, ignore_errors=True)
+            raise
 
     @classmethod
     def _start(cls, spec: qemu.MachineSpec, accel: str, scratch_count: int) -> ZfsVM:
         start = time.monotonic()
+        # One deadline for socket and agent, so a KVM probe that hangs costs BOOT_TIMEOUT["kvm"].
+        deadline = start + BOOT_TIMEOUT[accel]
         # qemu's own messages go to a file, not a pipe: nobody reads them during the session.
         with open(spec.console_log.with_name("qemu.log"), "wb") as qemu_log:
             proc = subprocess.Popen(
@@ -123,14 +199,18 @@ class ZfsVM:
                 stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent,
             )
+        channel = None
         try:
-            channel = _connect(spec.socket, proc)
-            _wait_hello(channel, BOOT_TIMEOUT[accel], spec.console_log)
-        except HarnessError:
+            channel = _Channel.open(spec.socket, proc, deadline)
+            _wait_hello(channel, deadline, spec.console_log)
+            vm = cls(proc, channel, spec.console_log.parent, accel, scratch_count)
+        except BaseException:  # not only HarnessError: no failure may leave qemu running
             _kill(proc)
+            if channel is not None:
+                channel.close()
             raise
         image.log(f"VM up ({accel}) in {time.monotonic() - start:.1f}s")
-        return cls(proc, channel, spec.console_log.parent, accel, scratch_count)
+        return vm
 
     # -- commands ---------------------------------------------------------------------------
     def run(
@@ -229,24 +309,8 @@ def _machine_spec(imgdir, rundir: Path, pydeps, n_scratch, gib, memory_mib) -> q
     )
 
 
-def _connect(path: Path, proc) -> _Channel:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out = path.with_name("qemu.log").read_text(errors="replace")
-            raise HarnessError(f"qemu exited at once ({proc.returncode}): {out.strip()[-800:]}")
-        if path.exists():
-            try:
-                return _Channel(path, proc)
-            except OSError:
-                pass
-        time.sleep(0.1)
-    raise HarnessError("qemu did not create the agent socket within 30s")
-
-
-def _wait_hello(channel: _Channel, timeout: float, console_log: Path) -> None:
+def _wait_hello(channel: _Channel, deadline: float, console_log: Path) -> None:
     """Ping until the agent answers: its hello can be lost if it starts before we connect."""
-    deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
             channel.send({"op": "ping", "id": -1})
@@ -254,10 +318,35 @@ def _wait_hello(channel: _Channel, timeout: float, console_log: Path) -> None:
             if msg is not None:
                 return
     except HarnessError as exc:
-        raise HarnessError(f"{exc}; console:\n{_tail(console_log)}") from exc
-    raise HarnessError(
-        f"no answer from the guest agent within {timeout:.0f}s; console:\n{_tail(console_log)}"
-    )
+        raise HarnessError(_with_console(str(exc), console_log)) from exc
+    raise HarnessError(_with_console("no answer from the guest agent in time", console_log))
+
+
+def _with_console(problem: str, console_log: Path) -> str:
+    # The console tail goes on later lines, so the first line stays a one-line summary.
+    return f"{problem}\nconsole (last lines):\n{_tail(console_log)}"
+
+
+@dataclass
+class _Failure:
+    """One accelerator that did not boot, how long it took to find out, and why."""
+
+    accel: str
+    seconds: float
+    exc: BaseException
+
+    def summary(self) -> str:
+        return f"boot with {self.accel} failed after {self.seconds:.1f}s: {_describe(self.exc)}"
+
+
+def _boot_failure(failures: list[_Failure]) -> str:
+    """The error when no accelerator booted: each one's failure, in the order tried."""
+    tried = ", ".join(f.accel for f in failures)
+    parts = [f"the VM did not boot with any accelerator ({tried}):"]
+    for f in failures:
+        detail = str(f.exc) if isinstance(f.exc, HarnessError) else _describe(f.exc)
+        parts.append(f"- {f.accel} ({f.seconds:.1f}s): {detail}")
+    return "\n".join(parts)
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -276,7 +365,11 @@ def _die_with_parent() -> None:
 def _kill(proc) -> None:
     if proc.poll() is None:
         proc.kill()
-        proc.wait()
+        try:
+            proc.wait(KILL_WAIT)
+        except subprocess.TimeoutExpired:
+            # Bounded even if qemu is stuck in the kernel: better a stray process than a hang.
+            image.log(f"qemu (pid {proc.pid}) still alive {KILL_WAIT:.0f}s after SIGKILL")
 
 
 def warn_missing_extension() -> None:
