@@ -231,9 +231,10 @@ class StreamBuilder:
         self.freeobjects(4, 10)
         self.end()
 
-    def package_header(self, nv: dict | None) -> None:
+    def package_header(self, nv: dict | None, toname: str = "pool/fs@snap") -> None:
+        """toname: what libzfs writes, `<top dataset>@<tosnap>` (the last snapshot sent)."""
         payload = xdr_nvlist(nv) if nv is not None else b""
-        self.begin("pool/fs@snap", 0, 0, features=4, flags=0, hdrtype=2, payload=payload, created=0)
+        self.begin(toname, 0, 0, features=4, flags=0, hdrtype=2, payload=payload, created=0)
         self.end(toguid=0, zero_trailer=True)
 
     def final_end(self) -> None:
@@ -249,7 +250,7 @@ def full_stream(big: bool = False) -> bytes:
 def package(chain: list[tuple[str, int, int]], header: dict | None = None) -> bytes:
     """A -I/-R-shaped package with one substream per (toname, toguid, fromguid)."""
     b = StreamBuilder()
-    b.package_header(header)
+    b.package_header(header, chain[-1][0] if chain else "pool/fs@snap")
     for name, to, frm in chain:
         b.substream(name, to, frm)
     b.final_end()

@@ -243,7 +243,7 @@ def test_raw_ivset_chain(check) -> None:
         b.end()
 
     b = StreamBuilder()
-    b.package_header(None)
+    b.package_header(None, "p/e@c")
     sub(b, "p/e@a", 1, 0, {"to_ivset_guid": 100})
     sub(b, "p/e@b", 2, 1, {"from_ivset_guid": 100, "to_ivset_guid": 200})
     sub(b, "p/e@c", 3, 2, {"from_ivset_guid": 999, "to_ivset_guid": 300})
@@ -256,5 +256,5 @@ def test_raw_ivset_chain(check) -> None:
 def test_header_nvlist_flags(check) -> None:
     data = package([("pool/fs@b", 2, 1)], {"tosnap": "b", "not_recursive": True})
     r = check(data)
-    assert r.valid and r.kind == "incremental" and not r.header.recursive
+    assert r.valid and r.kind == "incremental package" and not r.header.recursive
     assert xdr_nvlist({"a": 1})[:2] == b"\x01\x01"

@@ -84,9 +84,12 @@ def _overall(reports: list[StreamReport]) -> int:
 
 def _summary(r: StreamReport) -> str:
     subs = len(r.substreams)
-    last = f", to {r.substreams[-1].toname}" if r.substreams else ""
+    # A package is named by what its header says it sends (for -R, the top dataset's
+    # tosnap, not whichever child comes last), a plain stream by its snapshot.
+    target = r.header.toname if r.header else r.substreams[-1].toname if subs else ""
+    to = f", to {target}" if target else ""
     plural = "s" if subs != 1 else ""
-    return f"{r.kind}, {subs} substream{plural}, {r.records} records, {r.size} bytes{last}"
+    return f"{r.kind}, {subs} substream{plural}, {r.records} records, {r.size} bytes{to}"
 
 
 def _verify_text(r: StreamReport) -> str:

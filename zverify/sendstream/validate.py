@@ -10,6 +10,12 @@ checks what the scanner cannot know from one record at a time:
 * GUID linkage inside a package: per dataset, every incremental substream starts from the
   snapshot the previous one created, agrees with the compound header's snapshot GUIDs,
   and (raw sends) with the previous substream's IV-set GUID;
+* completeness of a package: what its compound header promises is present (the
+  checksums restart at every BEGIN, so whole substreams can be cut out without any
+  checksum noticing): at least one substream; a `-I`-style package is one dataset's
+  chain ending at the header's snapshot; a `-R` package holds, for every dataset its
+  header lists with the tosnap, that tosnap, and without a fromsnap every snapshot
+  listed up to it;
 * feature flags: unknown bits and record types whose feature is not announced are
   reported as warnings (they do not make a stream damaged).
 
@@ -152,6 +158,7 @@ class CompoundHeader:
     features: int
     nvlist: NvDict | None
     datasets: list[Dataset] = field(default_factory=list)
+    nvlist_bytes: int = 0
 
     def text(self, key: str) -> str | None:
         value = (self.nvlist or {}).get(key)
@@ -160,6 +167,15 @@ class CompoundHeader:
     @property
     def recursive(self) -> bool:
         return self.nvlist is not None and "not_recursive" not in self.nvlist
+
+    @property
+    def dataset(self) -> str:
+        return self.toname.split("@", 1)[0]
+
+    @property
+    def shape_known(self) -> bool:
+        """False when a payload was there but not decoded: -R or not is then unknown."""
+        return not self.nvlist_bytes or self.nvlist is not None
 
     def as_dict(self) -> dict[str, Any]:
         nv = self.nvlist or {}
@@ -201,12 +217,14 @@ class StreamReport:
 
     @property
     def kind(self) -> str:
-        """full, incremental, clone, incremental package, replication package (or unknown)."""
+        """full, incremental, clone, replication package, incremental package, full package
+        (`zfs send -p fs@s`) or clone package (or unknown)."""
         if self.header is not None:
             if self.header.recursive:
                 return "replication package"
-            if len(self.substreams) != 1:
-                return "incremental package"
+            if len(self.substreams) == 1 and self.substreams[0].kind != "incremental":
+                return f"{self.substreams[0].kind} package"
+            return "incremental package"
         if not self.substreams:
             return "unknown"
         return self.substreams[0].kind
@@ -321,6 +339,7 @@ class _Checker:
         self.current: Substream | None = None
         self.fatal = False
         self.trailing_reported = False
+        self.final_end: tuple[int, int] | None = None  # (offset, record) of a package's last END
 
     # -- reporting -------------------------------------------------------------------
     def problem(self, offset: int, record: int, message: str, code: str, span: Any = None) -> None:
@@ -405,6 +424,7 @@ class _Checker:
             return
         header = CompoundHeader(ev.offset, begin.toname, begin.features, None)
         header.nvlist = self.decode_nvlist(ev, begin)
+        header.nvlist_bytes = begin.payload_len
         header.datasets = _datasets(header.nvlist)
         self.report.header = header
         self.package = True
@@ -464,6 +484,8 @@ class _Checker:
         if ev.records > expected:
             msg = f"{ev.records - expected} record(s) outside any BEGIN..END"
             self.problem(ev.offset, ev.record, msg, "nesting")
+        if self.state != self.HEADER:
+            self.final_end = (ev.offset, ev.record)
         self.state = self.BETWEEN if self.state == self.HEADER else self.DONE
 
     def check_features(self, sub: Substream) -> None:
@@ -490,6 +512,9 @@ class _Checker:
     def finish(self) -> None:
         if self.package:
             _check_package(self)
+            # A package cut short is already damaged; what else is missing would be noise.
+            if self.final_end is not None:
+                _check_complete(self, *self.final_end)
 
 
 def _datasets(nv: NvDict | None) -> list[Dataset]:
@@ -528,7 +553,6 @@ def _check_package(check: _Checker) -> None:
     report = check.report
     header = report.header
     by_name = {d.name: d for d in header.datasets} if header else {}
-    fromsnap = header.text("fromsnap") if header else None
     last: dict[str, Substream] = {}
     for sub in report.substreams:
         ds = by_name.get(sub.dataset)
@@ -541,23 +565,41 @@ def _check_package(check: _Checker) -> None:
             check.problem(sub.offset, sub.record, msg, "guid")
         prev = last.get(sub.dataset)
         last[sub.dataset] = sub
-        if sub.kind == "clone":
-            continue
         if prev is None:
-            _check_first(check, sub, ds, fromsnap)
-        else:
+            if ds and header:
+                _check_first(check, sub, ds, header)
+        elif sub.kind != "clone":
             _check_link(check, prev, sub)
 
 
-def _check_first(check: _Checker, sub: Substream, ds: Dataset | None, fromsnap: str | None) -> None:
-    if not (sub.fromguid and ds and fromsnap and fromsnap in ds.snapshots):
-        return
-    if ds.snapshots[fromsnap] != sub.fromguid:
+def _check_first(check: _Checker, sub: Substream, ds: Dataset, header: CompoundHeader) -> None:
+    """Where zfs send starts a dataset: from the header's fromsnap when the dataset has it
+    (never in full then); in a -R package, in full or from its origin when it has not."""
+    fromsnap, tosnap = header.text("fromsnap"), header.text("tosnap")
+    if fromsnap and _before(ds, fromsnap, tosnap):
+        want = ds.snapshots[fromsnap]
+        if sub.fromguid != want:
+            what = f"fromguid {sub.fromguid}" if sub.fromguid else "is a full stream"
+            if sub.kind == "clone":
+                what = f"is a clone stream from {sub.fromguid}"
+            msg = f"{sub.toname}: {what}, but the package starts at @{fromsnap} ({want})"
+            check.problem(sub.offset, sub.record, msg, "guid")
+    elif fromsnap and header.recursive and sub.kind == "incremental":
+        # Without a fromsnap, the -R completeness check names the missing first snapshots.
         msg = (
-            f"{sub.toname}: fromguid {sub.fromguid} is not the header's @{fromsnap} "
-            f"({ds.snapshots[fromsnap]})"
+            f"broken chain: {sub.toname} starts from {sub.fromguid}, but {ds.name} has no "
+            f"@{fromsnap}: zfs send -R starts it in full (or from its origin)"
         )
         check.problem(sub.offset, sub.record, msg, "guid")
+
+
+def _before(ds: Dataset, fromsnap: str, tosnap: str | None) -> bool:
+    """fromsnap is listed for ds, before tosnap when that is listed too (fss keeps zfs send's
+    creation order)."""
+    if fromsnap not in ds.snapshots:
+        return False
+    names = list(ds.snapshots)
+    return tosnap not in ds.snapshots or names.index(fromsnap) < names.index(tosnap)
 
 
 def _check_link(check: _Checker, prev: Substream, sub: Substream) -> None:
@@ -573,3 +615,100 @@ def _check_link(check: _Checker, prev: Substream, sub: Substream) -> None:
     if want and have and want != have:
         msg = f"broken raw chain: {sub.toname} from_ivset_guid {have} is not {prev.toname}'s {want}"
         check.problem(sub.offset, sub.record, msg, "guid")
+
+
+# -- completeness: what the compound header promises is there --------------------------------
+
+Missing = Callable[[str], None]
+"""Reports one incomplete-package problem (at the package's final END)."""
+
+SHOW_SNAPSHOTS = 5
+
+
+def _check_complete(check: _Checker, offset: int, record: int) -> None:
+    """Checksums restart at every BEGIN, so whole substreams can be cut out of a package
+    without any checksum noticing: compare what is there with what the header promises."""
+    header = check.report.header
+    subs = check.report.substreams
+    assert header is not None
+
+    def missing(message: str) -> None:
+        check.problem(offset, record, f"incomplete package: {message}", "incomplete")
+
+    if not subs:
+        return missing(f"no substream at all (the header sends {header.toname})")
+    if not header.shape_known:
+        msg = "package header nvlist not decoded: completeness checked against its toname only"
+        check.warning(header.offset, 0, msg, "nvlist")
+        if header.toname not in {s.toname for s in subs}:
+            missing(f"{header.toname} is missing")
+        return
+    if header.recursive:
+        _check_replication(header, subs, missing)
+    else:
+        _check_chain_ends(check, header, subs, missing)
+
+
+def _check_chain_ends(
+    check: _Checker, header: CompoundHeader, subs: list[Substream], missing: Missing
+) -> None:
+    """Without -R, zfs send writes one dataset's chain ending at the header's snapshot (its
+    start, when the header names a fromsnap, is checked by _check_first)."""
+    for sub in subs:
+        if sub.dataset != header.dataset:
+            msg = f"broken chain: {sub.toname} is not a snapshot of the package's {header.dataset}"
+            check.problem(sub.offset, sub.record, msg, "guid")
+    want = _final_name(header)
+    if subs[-1].toname != want:
+        missing(f"{want} is missing: the last substream ends at {subs[-1].toname}")
+
+
+def _final_name(header: CompoundHeader) -> str:
+    # A send of a live (read-only) filesystem has no snapshot: libzfs writes `fs@` in the
+    # header, the kernel `fs@--head--` in the substream.
+    return header.toname + "--head--" if header.toname.endswith("@") else header.toname
+
+
+def _check_replication(header: CompoundHeader, subs: list[Substream], missing: Missing) -> None:
+    """-R: every dataset listed with the tosnap is sent up to it (zfs send skips datasets
+    without it and leaves them out of `fss`)."""
+    tosnap, fromsnap = header.text("tosnap"), header.text("fromsnap")
+    # Present by GUID, or by name: a GUID that disagrees with the header is its own problem.
+    guids, names = {s.toguid for s in subs}, {s.toname for s in subs}
+    datasets = {s.dataset for s in subs}
+    top_listed = False
+    for ds in header.datasets:
+        wanted = _wanted(ds, tosnap, fromsnap)
+        top_listed = top_listed or (bool(wanted) and ds.name == header.dataset)
+        lost = [n for n in wanted if ds.snapshots[n] not in guids and f"{ds.name}@{n}" not in names]
+        if lost:
+            sent = ds.name in datasets or not guids.isdisjoint(ds.snapshots.values())
+            missing(_lost_message(ds, lost, sent))
+    if not top_listed and header.toname not in names:
+        missing(f"{header.toname}, the package's tosnap, is missing")
+
+
+def _wanted(ds: Dataset, tosnap: str | None, fromsnap: str | None) -> list[str]:
+    """The snapshots of ds a -R package must hold.  Without a fromsnap, zfs send -R sends
+    every snapshot up to tosnap; fss lists them in creation order (and, from old senders,
+    later ones too, hence the cut).  With one, -R -i sends only tosnap (and clone origins),
+    and the header does not say -i from -I: only tosnap is certain."""
+    if tosnap is None or tosnap not in ds.snapshots:
+        return []
+    if fromsnap is not None:
+        return [tosnap]
+    names = list(ds.snapshots)
+    return names[: names.index(tosnap) + 1]
+
+
+def _lost_message(ds: Dataset, lost: list[str], sent: bool) -> str:
+    """One line for everything missing of one dataset (sent: any of its substreams is here)."""
+    name = ds.name or f"the dataset with GUID {ds.guid}"
+    shown = ", ".join(f"@{n}" for n in lost[:SHOW_SNAPSHOTS])
+    if len(lost) > SHOW_SNAPSHOTS:
+        shown += f" and {len(lost) - SHOW_SNAPSHOTS} more"
+    if not sent:
+        return f"dataset {name} is missing (the header lists {shown})"
+    if len(lost) == 1:
+        return f"{name}@{lost[0]} is missing (the header lists it)"
+    return f"{name} is missing {shown} (the header lists them)"
