@@ -152,8 +152,8 @@ def test_ctrl_c_exits_130_and_says_so(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     for tree in (src, dst):
         tree.mkdir()
-        for i in range(4):  # holes are hashed as zeros: seconds of work, no disk space
-            sparse(tree / f"big{i}", 8 << 30, {})
+        for i in range(8):  # holes are hashed as zeros: a minute of work, no disk space
+            sparse(tree / f"big{i}", 64 << 30, {})
     proc = subprocess.Popen(
         [console_script(), "compare", "-q", "--threads", "1", str(src), str(dst)],
         stdout=subprocess.PIPE,

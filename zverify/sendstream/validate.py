@@ -211,9 +211,7 @@ class StreamReport:
 
     @property
     def exit_code(self) -> int:
-        if not self.readable:
-            return exitcodes.TROUBLE
-        return exitcodes.IDENTICAL if self.valid else exitcodes.DIFFERENT
+        return exitcodes.verdict(unverified=not self.readable, different=not self.valid)
 
     @property
     def kind(self) -> str:
