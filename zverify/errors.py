@@ -37,3 +37,23 @@ class SameTreeError(ZverifyError):
             f"SRC {src!r} and DST {dst!r} are the same directory (same device and inode): "
             "nothing to compare"
         )
+
+
+class WalkError(ZverifyError):
+    """A walk ended before the whole tree was listed (e.g. out of memory): whatever was
+    compared up to there, the tree as a whole was not."""
+
+    def __init__(self, side: str, path: str, reason: str) -> None:
+        super().__init__(
+            f"{side} walk of {path!r} could not finish: {reason}; nothing was verified"
+        )
+
+
+class ZfsError(ZverifyError):
+    """A `zfs`/`zpool` command (or a libzfs_core call) failed: what ran, how, and what it said."""
+
+    def __init__(self, argv: list[str], returncode: int | None, stderr: str) -> None:
+        status = "could not run" if returncode is None else f"exit {returncode}"
+        said = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+        super().__init__(f"`{' '.join(argv)}` failed ({status}): {said}")
+        self.argv, self.returncode, self.stderr = argv, returncode, stderr

@@ -1,33 +1,46 @@
 """The only module that runs the `zfs` and `zpool` commands.
 
-Always with -H -p (tab-separated, exact numbers), with a timeout, and
-returning None rather than raising when ZFS is not there: size explanations
-are better with ZFS properties but do not depend on them.
+Always with -H -p where the command takes them (tab-separated, exact numbers) and with a
+timeout.  Two ways to call, chosen by what the answer is for:
+
+* run() / run_zpool(): the answer decides a verdict (cutover checks, cold-storage chains),
+  so every failure raises ZfsError with the command, its exit status and its stderr —
+  a failed `zfs list` must end in exit 2, never in "nothing there";
+* optional(): the answer is a hint (compression and recordsize beside a size table), so any
+  failure is None and nothing else depends on it.
 """
 
 import shutil
 import subprocess
 
+from zverify.errors import ZfsError
+
 SIZE_PROPERTIES = ("compression", "compressratio", "recordsize")
+TIMEOUT = 120.0
 
 
-def run_zfs(*args: str, timeout: float = 30.0) -> str | None:
-    """stdout of `zfs ARGS`, or None if zfs is absent or fails."""
-    zfs = shutil.which("zfs")
-    if zfs is None:
-        return None
+def run(*args: str, timeout: float = TIMEOUT) -> str:
+    """stdout of `zfs ARGS`; raises ZfsError on any failure."""
+    return _run("zfs", args, timeout)
+
+
+def run_zpool(*args: str, timeout: float = TIMEOUT) -> str:
+    """stdout of `zpool ARGS`; raises ZfsError on any failure."""
+    return _run("zpool", args, timeout)
+
+
+def optional(*args: str, timeout: float = 30.0) -> str | None:
+    """stdout of `zfs ARGS`, or None when zfs is absent or fails: for hints only."""
     try:
-        done = subprocess.run(
-            [zfs, *args], capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        return run(*args, timeout=timeout)
+    except ZfsError:
         return None
-    return done.stdout if done.returncode == 0 else None
 
 
 def dataset_properties(dataset: str) -> dict[str, str] | None:
-    """{'dataset': ..., 'compression': 'lz4', 'compressratio': '1.83', 'recordsize': '131072'}."""
-    out = run_zfs("get", "-Hp", "-o", "property,value", ",".join(SIZE_PROPERTIES), dataset)
+    """{'dataset': ..., 'compression': 'lz4', 'compressratio': '1.83', 'recordsize': '131072'}
+    as a hint for the size explanation, or None."""
+    out = optional("get", "-Hp", "-o", "property,value", ",".join(SIZE_PROPERTIES), dataset)
     if out is None:
         return None
     props = {"dataset": dataset}
@@ -35,3 +48,19 @@ def dataset_properties(dataset: str) -> dict[str, str] | None:
         name, _, value = line.partition("\t")
         props[name] = value
     return props
+
+
+def _run(program: str, args: tuple[str, ...], timeout: float) -> str:
+    path = shutil.which(program)
+    argv = [path or program, *args]
+    if path is None:
+        raise ZfsError(argv, None, f"`{program}` not found on PATH (is OpenZFS installed?)")
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise ZfsError(argv, None, f"no answer within {timeout:.0f} s") from None
+    except OSError as err:
+        raise ZfsError(argv, None, err.strerror or str(err)) from None
+    if done.returncode != 0:
+        raise ZfsError(argv, done.returncode, done.stderr.strip())
+    return done.stdout
