@@ -68,3 +68,12 @@ def test_verdict_rule() -> None:
     assert exitcodes.worst([2, 130]) == 130
     assert exitcodes.worst([0, 7]) == 2  # an unknown code is never better than TROUBLE
     assert exitcodes.worst([]) == 0
+
+
+def test_ignoring_content_does_not_make_bytes_the_same_payload() -> None:
+    src = [rec(b""), rec(b"f", size=10, digest=b"a" * 16)]
+    dst = [rec(b""), rec(b"f", size=12, digest=b"b" * 16)]
+    found = compare_entries(src, dst, ComparePolicy.build("full", "content"))
+    assert found.differences == []
+    assert found.explanation.apparent["content"] == 2  # not filed under "allocation"
+    assert found.explanation.apparent["allocation"] == 0

@@ -1,6 +1,7 @@
 """Differences between two entries found at the same path.
 
-diff_pair() applies a ComparePolicy to one (src, dst) pair.  An entry that
+diff_pair() finds every difference of one (src, dst) pair (the policy only sets the mtime
+window and whether xattrs were read); the engine then drops the kinds it does not check.  An entry that
 could not be read (or changed while being read) yields only an `error` or
 `changed` difference: nothing about it may count as identical.
 """
@@ -59,9 +60,9 @@ def diff_pair(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]
     if src.kind != dst.kind:
         labels = Kind(src.kind).label, Kind(dst.kind).label
         return [Difference(src.path, DiffKind.TYPE, "{} -> {}".format(*labels), *labels)]
-    found = _payload_difference(src, dst)
-    found += _metadata_differences(src, dst, policy)
-    return [d for d in found if policy.checks(d.kind)]
+    # unfiltered: whether the payload is the same must not depend on --ignore (the caller
+    # drops the kinds the policy does not check)
+    return _payload_difference(src, dst) + _metadata_differences(src, dst, policy)
 
 
 def _unreadable(src: Entry, dst: Entry) -> Difference | None:
