@@ -10,7 +10,7 @@
  * vectorised fletcher-4 already runs at 3-4x the page-cache copy speed);
  * the buffer is sized to stay in L2 so the checksum reads cached bytes.
  *
- * Checksum model (send-stream-format.md §6): a running fletcher-4 state S
+ * Checksum model (docs/design/sendstream-format.md §6): a running fletcher-4 state S
  * restarts at every BEGIN and after every END; each record folds its first
  * 280 bytes, is checked against its trailer when the trailer is non-zero,
  * folds the 32 trailer bytes, then folds its payload.  After a trailer
@@ -379,7 +379,7 @@ static uint64_t round8(uint64_t v)
 
 /*
  * Payload length of a non-BEGIN record, from that type's own fields
- * (send-stream-format.md §3.12); *bound gets the limit it must respect.
+ * (docs/design/sendstream-format.md §3.12); *bound gets the limit it must respect.
  */
 static uint64_t payload_len(const unsigned char *h, uint32_t type, int swap, uint64_t *bound)
 {
