@@ -44,6 +44,8 @@ def compare(
     if threads is not None and not 1 <= threads <= 256:
         raise UsageError("--threads must be between 1 and 256")
     policy = ComparePolicy.build(profile, ignore, mtime_window)
+    # imported here, not at the top: `zverify stream ...` must not load the walker
+
     with entry_progress(wanted(quiet or as_json), "comparing") as hook:
         result = compare_trees(src, dst, policy, algorithm, threads, one_file_system, progress=hook)
     render = json_report.render_compare if as_json else text_report.render_compare

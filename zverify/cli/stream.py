@@ -9,19 +9,15 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from tqdm import tqdm
 
 from zverify import exitcodes
 from zverify.errors import UsageError
-from zverify.progress import wanted
-from zverify.report import stream as stream_report
-from zverify.sendstream.token import TokenError, decode_token
-from zverify.sendstream.validate import StreamReport, verify_stream
+
+if TYPE_CHECKING:  # the library is imported inside each command: only what it runs is loaded
+    from zverify.sendstream.validate import StreamReport
 
 app = typer.Typer(
     name="stream",
@@ -34,23 +30,6 @@ app = typer.Typer(
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-
-
-@contextmanager
-def _byte_progress(enabled: bool, name: str, total: int | None) -> Iterator[Callable[[int], None]]:
-    """A hook(bytes_read) driving one tqdm bar on stderr, or a no-op."""
-    if not enabled:
-        yield lambda _n: None
-        return
-    bar = tqdm(desc=name, total=total, unit="B", unit_scale=True, file=sys.stderr, leave=False)
-
-    def hook(nbytes: int) -> None:
-        bar.update(nbytes - bar.n)
-
-    try:
-        yield hook
-    finally:
-        bar.close()
 
 
 def _open_source(name: str) -> tuple[str | int, int | None]:
@@ -67,8 +46,11 @@ def _open_source(name: str) -> tuple[str | int, int | None]:
 
 
 def _scan(name: str, quiet: bool) -> StreamReport:
+    from zverify.progress import byte_progress, wanted
+    from zverify.sendstream.validate import verify_stream
+
     source, total = _open_source(name)
-    with _byte_progress(wanted(quiet), name, total) as hook:
+    with byte_progress(wanted(quiet), name, total) as hook:
         report = verify_stream(source, progress=hook)
     if name == "-":
         report.source = "-"
@@ -84,6 +66,8 @@ def verify(
     """Check framing and checksums: exit 0 all intact, 1 any damaged, 2 any unreadable."""
     if files.count("-") > 1:
         raise UsageError("stdin (-) can be read only once")
+    from zverify.report import stream as stream_report
+
     reports = [_scan(name, quiet or as_json) for name in files]
     render = stream_report.verify_json if as_json else stream_report.verify_text
     sys.stdout.write(render(reports))
@@ -97,6 +81,8 @@ def info(
     quiet: QuietOpt = False,
 ) -> int:
     """Describe a stream: kind, substreams with GUIDs, features, record counts."""
+    from zverify.report import stream as stream_report
+
     report = _scan(file, quiet or as_json)
     render = stream_report.info_json if as_json else stream_report.info_text
     sys.stdout.write(render(report))
@@ -109,6 +95,9 @@ def token(
     as_json: JsonOpt = False,
 ) -> int:
     """Decode a resume token: exit 0 decoded, 1 damaged or malformed."""
+    from zverify.report import stream as stream_report
+    from zverify.sendstream.token import TokenError, decode_token
+
     try:
         tok = decode_token(value)
     except TokenError as err:

@@ -1,8 +1,8 @@
 """Differences between two entries found at the same path.
 
 diff_pair() finds every difference of one (src, dst) pair (the policy only sets the mtime
-window and whether xattrs were read); the engine then drops the kinds it does not check.  An entry that
-could not be read (or changed while being read) yields only an `error` or
+window and whether xattrs were read); the engine then drops the kinds it does not check.
+An entry that could not be read (or changed while being read) yields only an `error` or
 `changed` difference: nothing about it may count as identical.
 """
 

@@ -1,8 +1,9 @@
 """The OpenZFS send-stream format as pure data: record types, flags, feature bits, BEGIN layout.
 
 Values come from OpenZFS's include/sys/zfs_ioctl.h (see docs/design/sendstream-format.md, the
-format as the code cites it, and docs/design/sendstream.md, what a verdict proves).  Nothing here reads a stream; the C scanner frames records and
-zverify.sendstream.validate interprets the few headers it hands back (BEGIN and END).
+format as the code cites it, and docs/design/sendstream.md, what a verdict proves).  Nothing
+here reads a stream; the C scanner frames records and zverify.sendstream.validate interprets
+the few headers it hands back (BEGIN and END).
 """
 
 from __future__ import annotations
