@@ -12,8 +12,18 @@ KIND_BLOCK: int
 KIND_UNKNOWN: int
 ALGO_NONE: int
 ALGO_XXH3_128: int
+OP_LSTAT: str
+OP_OPENDIR: str
+OP_READDIR: str
+OP_OPEN: str
+OP_READ: str
+OP_READLINK: str
+OP_XATTR: str
+OP_SEEK: str
 
 class Record(tuple[object, ...]):
+    __match_args__: tuple[str, ...]
+    n_fields: int
     def __new__(cls, fields: Iterable[object]) -> Record: ...
     @property
     def path(self) -> bytes: ...
@@ -55,6 +65,8 @@ class Record(tuple[object, ...]):
     def error(self) -> tuple[str, int, int] | None: ...
     @property
     def changed(self) -> str | None: ...
+
+class WalkError(OSError): ...
 
 class Walker(Iterator[list[Record]]):
     def __init__(

@@ -18,7 +18,7 @@ import blake3
 
 from zverify import _zvcore
 from zverify.entry import Entry, Kind
-from zverify.errors import RootError
+from zverify.errors import RootError, WalkError
 from zverify.hashing import Algorithm
 
 # 128 KiB reads keep each block in L2 between the kernel's copy and the hash;
@@ -27,8 +27,10 @@ READ_BLOCK = 128 << 10
 # BLAKE3 gets larger chunks: the binding only spreads work over threads for big inputs.
 BLAKE3_BLOCK = 1 << 20
 BIG_FILE = 1 << 20  # BLAKE3: files at least this big are hashed in the pool
-# Index of fields in a Record, for rebuilding one with a BLAKE3 digest.
-_DIGEST, _ERROR, _CHANGED = 17, 18, 19
+# Index of fields in a Record, for rebuilding one with a BLAKE3 digest (names from C).
+_DIGEST, _ERROR, _CHANGED = (
+    _zvcore.Record.__match_args__.index(name) for name in ("digest", "error", "changed")
+)
 
 
 def default_threads() -> int:
@@ -49,6 +51,7 @@ class TreeWalk:
 
     def __init__(self, root: str | bytes, options: WalkOptions, side: str = "root") -> None:
         self.root = os.fsencode(root)
+        self.side = side
         self.options = options
         in_c = options.hash_content and options.algorithm is Algorithm.XXH3_128
         try:
@@ -67,10 +70,13 @@ class TreeWalk:
         self._blake3_bytes = 0
 
     def __iter__(self) -> Iterator[Entry]:
-        for batch in self._walker:
-            if self._pool is not None:
-                batch = self._hash_batch_blake3(batch)
-            yield from batch
+        try:
+            for batch in self._walker:
+                if self._pool is not None:
+                    batch = self._hash_batch_blake3(batch)
+                yield from batch
+        except _zvcore.WalkError as err:
+            raise WalkError(self.side, os.fsdecode(self.root), err.strerror or str(err)) from None
 
     def progress(self) -> tuple[int, int]:
         """(entries produced, file bytes read) so far."""
@@ -117,7 +123,7 @@ class TreeWalk:
                 try:
                     n = os.preadv(fd, [buf], offset)
                 except OSError as err:
-                    raise _ReadError("read", err.errno or errno.EIO, offset) from None
+                    raise _ReadError(_zvcore.OP_READ, err.errno or errno.EIO, offset) from None
                 if n == 0:
                     break
                 hasher.update(memoryview(buf)[:n])
@@ -173,7 +179,7 @@ def _open_below(root: bytes, rel: bytes) -> int:
             except PermissionError:
                 return os.open(full, flags)
         except OSError as err:
-            raise _ReadError("open", err.errno or errno.EIO, -1) from None
+            raise _ReadError(_zvcore.OP_OPEN, err.errno or errno.EIO, -1) from None
     *dirs, name = rel.split(b"/")
     dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -186,6 +192,6 @@ def _open_below(root: bytes, rel: bytes) -> int:
         except PermissionError:
             return os.open(name, flags, dir_fd=dir_fd)
     except OSError as err:
-        raise _ReadError("open", err.errno or errno.EIO, -1) from None
+        raise _ReadError(_zvcore.OP_OPEN, err.errno or errno.EIO, -1) from None
     finally:
         os.close(dir_fd)

@@ -28,6 +28,8 @@ enum zv_status {
     ZV_ENOTDIR = -4,  /* root is not a directory */
     ZV_ETHREAD = -5,  /* thread creation failed */
     ZV_ESTOPPED = -6, /* zv_walk_stop() was called */
+    ZV_EWALK = -7,    /* zv_walk_next: the traversal could not finish (after the last
+                         record it did emit); errno in zv_walk_error() */
 };
 
 enum zv_kind {
@@ -119,9 +121,14 @@ int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *er
  * Waits up to timeout_ms for at least one record (so a caller can check for
  * signals).  Ownership of each record's buffers passes to the caller
  * (zv_record_free).
- * @return ZV_OK (n >= 1), ZV_EAGAIN (timeout), ZV_EDONE, ZV_ESTOPPED.
+ * @return ZV_OK (n >= 1), ZV_EAGAIN (timeout), ZV_EDONE (every entry was emitted),
+ *         ZV_ESTOPPED, or ZV_EWALK: the traversal failed after its last emitted record,
+ *         so the records seen are NOT the whole tree (never treat this as the end).
  */
 int zv_walk_next(zv_walk *w, zv_record *out, size_t max, size_t *n, int timeout_ms);
+
+/* After ZV_EWALK: the errno of the failure (e.g. ENOMEM), 0 otherwise. */
+int zv_walk_error(const zv_walk *w);
 
 /* Ask all threads to stop soon; safe from any thread. */
 void zv_walk_stop(zv_walk *w);
@@ -135,28 +142,5 @@ void zv_record_free(zv_record *r);
 
 /* Short name of an operation ("lstat", "open", ...). */
 const char *zv_op_name(int op);
-
-/* ---- internal, shared between the core's source files ---- */
-
-/* Fill kind/mode/uid/... of r from a struct stat (zv_walk.c). */
-struct stat;
-void zv_record_set_stat(zv_record *r, const struct stat *st);
-
-/*
- * Hash (or only map) the open regular file fd into r: digest, data/hole
- * bytes, xattrs, change detection, read errors (zv_file.c).
- * buf must hold block_size bytes; state is an XXH3 state or NULL.
- */
-void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
-                  void *xxh_state, uint64_t *bytes_counter);
-
-/* XXH3-128 built for AVX2 (zv_xxh_avx2.c); usable() says if this CPU can run it. */
-int zv_xxh_avx2_usable(void);
-int zv_xxh_avx2_reset(void *state);
-void zv_xxh_avx2_update(void *state, const void *data, size_t len);
-void zv_xxh_avx2_digest(const void *state, unsigned char out[16]);
-
-/* Read all xattrs of fd (or of path if fd < 0) into r (zv_file.c). */
-void zv_xattrs_read(int fd, const char *path, zv_record *r);
 
 #endif

@@ -15,9 +15,12 @@
 
 #include "zvcore.h"
 
+#include <errno.h>
+
 int zv_py_stream_init(PyObject *module);
 
 static PyTypeObject RecordType;
+static PyObject *WalkError; /* OSError subclass: the walk ended before the whole tree */
 
 static PyStructSequence_Field record_fields[] = {
     {"path", "relative path (bytes), b'' for the root"},
@@ -222,6 +225,23 @@ static void close_walk(WalkerObject *self)
     }
 }
 
+/* Any end but ZV_EDONE means the records seen are not the whole tree: raise, so no caller
+ * can mistake a truncated walk for a complete one. */
+static PyObject *walk_failed(WalkerObject *self, int rc)
+{
+    int err = rc == ZV_EWALK ? zv_walk_error(self->walk) : 0;
+    close_walk(self);
+    if (!err)
+        err = EIO;
+    const char *what = rc == ZV_EWALK ? "the walk could not go on" : "the walk was stopped";
+    PyObject *args = Py_BuildValue("(is)", err, what);
+    if (args) {
+        PyErr_SetObject(WalkError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
 static PyObject *Walker_next(WalkerObject *self)
 {
     if (!self->walk)
@@ -234,10 +254,12 @@ static PyObject *Walker_next(WalkerObject *self)
         Py_END_ALLOW_THREADS
         if (rc == ZV_OK)
             return batch_to_list(self->buf, n);
-        if (rc != ZV_EAGAIN) {
+        if (rc == ZV_EDONE) {
             close_walk(self);
-            return NULL;
+            return NULL; /* StopIteration: every entry was emitted */
         }
+        if (rc != ZV_EAGAIN)
+            return walk_failed(self, rc);
         if (PyErr_CheckSignals() < 0) {
             close_walk(self);
             return NULL;
@@ -303,6 +325,15 @@ static int add_constants(PyObject *m)
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
         if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)
             return -1;
+    /* The operation names that error tuples carry, so Python never spells them itself. */
+    static const struct { const char *name; int op; } ops[] = {
+        {"OP_LSTAT", ZV_OP_LSTAT}, {"OP_OPENDIR", ZV_OP_OPENDIR}, {"OP_READDIR", ZV_OP_READDIR},
+        {"OP_OPEN", ZV_OP_OPEN},   {"OP_READ", ZV_OP_READ},       {"OP_READLINK", ZV_OP_READLINK},
+        {"OP_XATTR", ZV_OP_XATTR}, {"OP_SEEK", ZV_OP_SEEK},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (PyModule_AddStringConstant(m, ops[i].name, zv_op_name(ops[i].op)) < 0)
+            return -1;
     return 0;
 }
 
@@ -315,6 +346,14 @@ PyMODINIT_FUNC PyInit__zvcore(void)
     PyObject *m = PyModule_Create(&zvcore_module);
     if (!m)
         return NULL;
+    WalkError = PyErr_NewExceptionWithDoc(
+        "zverify._zvcore.WalkError",
+        "The walk ended before the whole tree was listed (errno, message).", PyExc_OSError,
+        NULL);
+    if (!WalkError || PyModule_AddObjectRef(m, "WalkError", WalkError) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&RecordType);
     Py_INCREF(&WalkerType);
     if (PyModule_AddObject(m, "Record", (PyObject *)&RecordType) < 0 ||

@@ -8,7 +8,7 @@
  * (their difference is reported as allocation, not content).
  */
 #define _GNU_SOURCE
-#include "zvcore.h"
+#include "zv_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,37 +249,51 @@ static int read_one(int fd, const char *path, const char *name, zv_record *r)
     }
 }
 
-static char *list_all(int fd, const char *path, ssize_t *out_len)
+/*
+ * All names, NUL-separated, in a new buffer (*out_len bytes).  Returns 0 with *names NULL
+ * when there are none, or -1 with errno set: a failure is never "no xattrs".
+ */
+static int list_all(int fd, const char *path, char **names, ssize_t *out_len)
 {
+    *names = NULL;
+    *out_len = 0;
     for (;;) {
         ssize_t len = list_names(fd, path, NULL, 0);
-        if (len <= 0) {
-            *out_len = len;
-            return NULL;
-        }
-        char *names = malloc((size_t)len);
-        if (!names)
-            return NULL;
-        ssize_t got = list_names(fd, path, names, (size_t)len);
-        if (got >= 0) {
+        if (len <= 0)
+            return len < 0 ? -1 : 0;
+        char *buf = malloc((size_t)len);
+        if (!buf)
+            return -1; /* errno is ENOMEM */
+        ssize_t got = list_names(fd, path, buf, (size_t)len);
+        if (got > 0) {
+            *names = buf;
             *out_len = got;
-            return names;
+            return 0;
         }
-        free(names);
-        if (errno != ERANGE)
-            return NULL;
+        int err = errno;
+        free(buf);
+        if (got == 0)
+            return 0; /* all removed meanwhile */
+        if (err != ERANGE) { /* ERANGE: grew meanwhile, ask again */
+            errno = err;
+            return -1;
+        }
     }
 }
 
 void zv_xattrs_read(int fd, const char *path, zv_record *r)
 {
     ssize_t len = 0;
-    char *names = list_all(fd, path, &len);
-    if (!names) {
-        if (len == 0 || errno == ENOTSUP)
-            r->has_xattrs = 1; /* none, or the filesystem has none */
+    char *names = NULL;
+    if (list_all(fd, path, &names, &len) < 0) {
+        if (errno == ENOTSUP)
+            r->has_xattrs = 1; /* the filesystem has none */
         else
             set_error(r, ZV_OP_XATTR, errno, -1);
+        return;
+    }
+    if (!names) {
+        r->has_xattrs = 1;
         return;
     }
     size_t count = 0;

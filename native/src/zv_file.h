@@ -1,76 +1,30 @@
 /*
- * zv_internal.h — what the traversal (zv_walk.c) and the thread pipeline
- * (zv_pipeline.c) share.  Not part of the public API.
+ * zv_file.h — what is done with one open file or one path's xattrs (zv_file.c), and the
+ * AVX2 build of XXH3 it may use (zv_xxh_avx2.c).  Internal to the core.
  */
-#ifndef ZV_INTERNAL_H
-#define ZV_INTERNAL_H
+#ifndef ZV_FILE_H
+#define ZV_FILE_H
 
 #include "zvcore.h"
 
-#include <pthread.h>
+/*
+ * Hash (or only map) the open regular file fd into r: digest, data/hole bytes, xattrs,
+ * change detection, read errors.  buf must hold block_size bytes; xxh_state is an XXH3
+ * state or NULL.
+ */
+void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
+                  void *xxh_state, uint64_t *bytes_counter);
 
 /*
- * One record in flight.  The walker fills it; if it is a regular file the
- * walker also opens it (fd >= 0) and a worker finishes it; then the consumer
- * takes it.  Slots form a ring so records leave in the order they entered.
+ * Read all xattrs of fd (or of path if fd < 0) into r, sorted by name.  Any failure to
+ * list or read them is recorded as an error of r (ZV_OP_XATTR), never as "no xattrs".
  */
-typedef struct zv_slot {
-    zv_record rec;
-    int fd;     /* open regular file still to be scanned, or -1 */
-    int state;  /* SLOT_EMPTY, SLOT_PENDING, SLOT_CLAIMED, SLOT_READY */
-} zv_slot;
+void zv_xattrs_read(int fd, const char *path, zv_record *r);
 
-enum { SLOT_EMPTY = 0, SLOT_PENDING, SLOT_CLAIMED, SLOT_READY };
-
-struct zv_walk {
-    zv_options opt;
-    int root_fd;
-    uint64_t root_dev;
-
-    /*
-     * One lock, three conditions, each with its own sleeper(s), and a flag
-     * or count telling whether anyone sleeps there, so that the per-file
-     * hot path signals nobody when nobody waits (a wake-up per file made
-     * batches of one record and a futex storm on trees of small files).
-     */
-    pthread_mutex_t lock;
-    pthread_cond_t work_cv;  /* workers: a PENDING slot, or the end */
-    pthread_cond_t space_cv; /* walker: a free slot or a free fd */
-    pthread_cond_t ready_cv; /* consumer: the ring is filling up, or the end */
-    int idle_workers;
-    int walker_waiting;
-    int consumer_waiting;
-    zv_slot *ring;
-    size_t ring_size;
-    uint64_t head;          /* next slot the consumer takes */
-    uint64_t claim;         /* workers look for work from here */
-    uint64_t tail;          /* next slot the walker fills */
-    size_t open_files;      /* fds held by pending slots */
-    size_t max_open_files;
-    int walker_done;
-    int stop;
-
-    pthread_t walker;
-    int walker_started;
-    pthread_t *workers;
-    int nworkers;
-
-    uint64_t entries;       /* atomics: progress counters */
-    uint64_t bytes;
-};
-
-/* Traversal body, run on the walker thread (zv_walk.c). */
-void zv_traverse(struct zv_walk *w);
-
-/*
- * Hand a finished-or-pending record to the pipeline (zv_pipeline.c).
- * Blocks while the ring is full.  fd >= 0 means "scan this file".
- * @return 0, or -1 if the walk is stopping (record freed, fd closed).
- */
-int zv_pipeline_push(struct zv_walk *w, zv_record *rec, int fd);
-
-/* Wait until another open file may be held; -1 if stopping. */
-int zv_pipeline_reserve_fd(struct zv_walk *w);
-void zv_pipeline_release_fd(struct zv_walk *w);
+/* XXH3-128 built for AVX2; usable() says if this CPU can run it. */
+int zv_xxh_avx2_usable(void);
+int zv_xxh_avx2_reset(void *state);
+void zv_xxh_avx2_update(void *state, const void *data, size_t len);
+void zv_xxh_avx2_digest(const void *state, unsigned char out[16]);
 
 #endif

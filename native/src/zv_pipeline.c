@@ -11,10 +11,12 @@
  * max_open_files files are held open at once (the walker waits for both).
  */
 #define _GNU_SOURCE
-#include "zv_internal.h"
+#include "zv_file.h"
+#include "zv_traverse.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +28,58 @@
 /* The consumer gathers records for up to this long before returning a
  * partial batch; producers wake it early only when the ring is half full. */
 #define GATHER_MS 2
+
+/*
+ * One record in flight.  The walker fills it; if it is a regular file the walker also
+ * opens it (fd >= 0) and a worker finishes it; then the consumer takes it.  Slots form a
+ * ring so records leave in the order they entered.
+ */
+typedef struct zv_slot {
+    zv_record rec;
+    int fd;     /* open regular file still to be scanned, or -1 */
+    int state;  /* SLOT_EMPTY, SLOT_PENDING, SLOT_CLAIMED, SLOT_READY */
+} zv_slot;
+
+enum { SLOT_EMPTY = 0, SLOT_PENDING, SLOT_CLAIMED, SLOT_READY };
+
+struct zv_walk {
+    zv_options opt;
+    int root_fd;
+    uint64_t root_dev;
+
+    /*
+     * One lock, three conditions, each with its own sleeper(s), and a flag or count
+     * telling whether anyone sleeps there, so that the per-file hot path signals nobody
+     * when nobody waits (a wake-up per file made batches of one record and a futex storm
+     * on trees of small files).
+     */
+    pthread_mutex_t lock;
+    pthread_cond_t work_cv;  /* workers: a PENDING slot, or the end */
+    pthread_cond_t space_cv; /* walker: a free slot or a free fd */
+    pthread_cond_t ready_cv; /* consumer: the ring is filling up, or the end */
+    int idle_workers;
+    int walker_waiting;
+    int consumer_waiting;
+    zv_slot *ring;
+    size_t ring_size;
+    uint64_t head;          /* next slot the consumer takes */
+    uint64_t claim;         /* workers look for work from here */
+    uint64_t tail;          /* next slot the walker fills */
+    size_t open_files;      /* fds held by pending slots */
+    size_t max_open_files;
+    int walker_done;
+    int walk_status;        /* zv_traverse's result, set with walker_done */
+    int walk_errno;
+    int stop;
+
+    pthread_t walker;
+    int walker_started;
+    pthread_t *workers;
+    int nworkers;
+
+    uint64_t entries;       /* atomics: progress counters */
+    uint64_t bytes;
+};
 
 static zv_slot *slot_at(struct zv_walk *w, uint64_t i)
 {
@@ -39,8 +93,9 @@ static void wait_for_space(struct zv_walk *w)
     w->walker_waiting = 0;
 }
 
-int zv_pipeline_reserve_fd(struct zv_walk *w)
+static int reserve_fd(void *ctx)
 {
+    struct zv_walk *w = ctx;
     pthread_mutex_lock(&w->lock);
     while (!w->stop && w->open_files >= w->max_open_files)
         wait_for_space(w);
@@ -51,15 +106,18 @@ int zv_pipeline_reserve_fd(struct zv_walk *w)
     return stopping ? -1 : 0;
 }
 
-void zv_pipeline_release_fd(struct zv_walk *w)
+static void release_fd(void *ctx)
 {
+    struct zv_walk *w = ctx;
     pthread_mutex_lock(&w->lock);
     w->open_files--; /* only the walker itself waits for fds: nobody to wake */
     pthread_mutex_unlock(&w->lock);
 }
 
-int zv_pipeline_push(struct zv_walk *w, zv_record *rec, int fd)
+/* The sink's emit: blocks while the ring is full; fd >= 0 means "scan this file". */
+static int push(void *ctx, zv_record *rec, int fd)
 {
+    struct zv_walk *w = ctx;
     pthread_mutex_lock(&w->lock);
     while (!w->stop && w->tail - w->head >= w->ring_size)
         wait_for_space(w);
@@ -87,8 +145,14 @@ int zv_pipeline_push(struct zv_walk *w, zv_record *rec, int fd)
 static void *walker_main(void *arg)
 {
     struct zv_walk *w = arg;
-    zv_traverse(w);
+    zv_traverse_opts opt = {w->root_fd, w->root_dev, w->opt.one_file_system,
+                            w->opt.read_xattrs};
+    zv_sink sink = {w, push, reserve_fd, release_fd};
+    int err_no = 0;
+    int status = zv_traverse(&opt, &sink, &err_no);
     pthread_mutex_lock(&w->lock);
+    w->walk_status = status;
+    __atomic_store_n(&w->walk_errno, err_no, __ATOMIC_RELAXED);
     w->walker_done = 1;
     pthread_cond_broadcast(&w->work_cv);
     pthread_cond_signal(&w->ready_cv);
@@ -199,12 +263,15 @@ int zv_walk_next(zv_walk *w, zv_record *out, size_t max, size_t *n, int timeout_
         w->consumer_waiting = 0;
     }
     int stopped = w->stop, done = w->walker_done && w->head == w->tail;
+    int failed = done && w->walk_status == ZV_EWALK;
     pthread_mutex_unlock(&w->lock);
     __atomic_add_fetch(&w->entries, *n, __ATOMIC_RELAXED);
     if (*n > 0)
         return ZV_OK;
     if (stopped)
         return ZV_ESTOPPED;
+    if (failed)
+        return ZV_EWALK; /* after the last record: the consumer saw all there is */
     return done ? ZV_EDONE : ZV_EAGAIN;
 }
 
@@ -315,6 +382,11 @@ void zv_walk_close(zv_walk *w)
     free(w->ring);
     free(w->workers);
     free(w);
+}
+
+int zv_walk_error(const zv_walk *w)
+{
+    return __atomic_load_n(&w->walk_errno, __ATOMIC_RELAXED);
 }
 
 void zv_walk_counters(const zv_walk *w, zv_counters *c)

@@ -1,7 +1,9 @@
 /*
- * zv_walk.c — canonical-order traversal: pre-order, siblings sorted
+ * zv_traverse.c — canonical-order traversal: pre-order, siblings sorted
  * bytewise, symlinks never followed, with an explicit stack so depth is
- * limited by memory, not by the C stack.
+ * limited by memory, not by the C stack.  Records go to a sink (see
+ * zv_traverse.h); a failure that stops the traversal is returned as a
+ * status, never as a silent early end.
  *
  * Directory fds: only the deepest KEEP_OPEN levels keep theirs open (deep
  * trees would exhaust RLIMIT_NOFILE).  When the walk climbs back to a level
@@ -11,7 +13,8 @@
  * not limit depth.
  */
 #define _GNU_SOURCE
-#include "zv_internal.h"
+#include "zv_traverse.h"
+#include "zv_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,7 +38,8 @@ typedef struct frame {
 } frame;
 
 typedef struct walk_state {
-    struct zv_walk *w;
+    const zv_traverse_opts *opt;
+    const zv_sink *sink;
     frame *stack;
     size_t depth, cap;
     char *path;       /* relative path of the current directory + child */
@@ -54,7 +58,7 @@ static int kind_of(mode_t m)
     return ZV_KIND_UNKNOWN;
 }
 
-void zv_record_set_stat(zv_record *r, const struct stat *st)
+static void set_stat(zv_record *r, const struct stat *st)
 {
     r->kind = kind_of(st->st_mode);
     r->mode = (uint32_t)st->st_mode;
@@ -225,8 +229,11 @@ static int push_frame(walk_state *s, const char *name, size_t path_len, int fd,
         s->stack = grown;
         s->cap = cap;
     }
+    char *copy = name ? strdup(name) : NULL;
+    if (name && !copy)
+        return -1;
     frame *f = &s->stack[s->depth++];
-    f->name = name ? strdup(name) : NULL;
+    f->name = copy;
     f->path_len = path_len;
     f->fd = fd;
     f->dev = (uint64_t)st->st_dev;
@@ -304,8 +311,7 @@ static void xattrs_by_name(int dirfd, const char *name, zv_record *r)
 static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, size_t plen,
                       const struct stat *st)
 {
-    struct zv_walk *w = s->w;
-    if (w->opt.one_file_system && (uint64_t)st->st_dev != w->root_dev)
+    if (s->opt->one_file_system && (uint64_t)st->st_dev != s->opt->root_dev)
         return; /* a mount point: listed, not entered */
     int fd = open_dir_at(dirfd, name);
     if (fd < 0) {
@@ -317,7 +323,7 @@ static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, 
         close(fd);
         return;
     }
-    if (w->opt.read_xattrs)
+    if (s->opt->read_xattrs)
         zv_xattrs_read(fd, NULL, r);
     char **children = NULL;
     size_t n = 0;
@@ -333,20 +339,29 @@ static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, 
     }
 }
 
-static int open_file(struct zv_walk *w, int dirfd, const char *name, zv_record *r)
+static int open_file(const zv_sink *sink, int dirfd, const char *name, zv_record *r)
 {
-    if (zv_pipeline_reserve_fd(w) < 0)
+    if (sink->reserve_fd(sink->ctx) < 0)
         return -2;
     /* O_NONBLOCK: if it became a FIFO since lstat, open must not hang. */
     int fd = open_noatime(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         record_error(r, ZV_OP_OPEN, errno);
-        zv_pipeline_release_fd(w);
+        sink->release_fd(sink->ctx);
     }
     return fd;
 }
 
-/* Build and push the record of one child of the top frame. */
+static int emit(walk_state *s, zv_record *r, int fd)
+{
+    return s->sink->emit(s->sink->ctx, r, fd) < 0 ? ZV_ESTOPPED : ZV_OK;
+}
+
+/*
+ * Build and emit the record of one child of the top frame.
+ * @return ZV_OK, ZV_ESTOPPED, or ZV_EWALK (no memory for the record itself: the
+ *         traversal cannot go on without losing this entry).
+ */
 static int visit(walk_state *s, const char *name)
 {
     frame *top = &s->stack[s->depth - 1];
@@ -354,71 +369,72 @@ static int visit(walk_state *s, const char *name)
     int plen = set_path(s, top->path_len, name);
     zv_record r;
     if (plen < 0 || new_record(&r, s->path, (size_t)plen) < 0)
-        return -1;
+        return ZV_EWALK;
     struct stat st;
     int fd = -1;
     if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         /* dirfd < 0: the walk could not climb back into this directory */
         record_error(&r, ZV_OP_LSTAT, dirfd < 0 ? ESTALE : errno);
         r.kind = ZV_KIND_UNKNOWN;
-        return zv_pipeline_push(s->w, &r, -1);
+        return emit(s, &r, -1);
     }
-    zv_record_set_stat(&r, &st);
+    set_stat(&r, &st);
     if (r.kind == ZV_KIND_FILE) {
-        fd = open_file(s->w, dirfd, name, &r);
+        fd = open_file(s->sink, dirfd, name, &r);
         if (fd == -2) {
             zv_record_free(&r);
-            return -1;
+            return ZV_ESTOPPED;
         }
     } else if (r.kind == ZV_KIND_SYMLINK) {
         read_link(dirfd, name, &r);
     }
-    if (r.kind != ZV_KIND_FILE && r.kind != ZV_KIND_DIR && s->w->opt.read_xattrs)
+    if (r.kind != ZV_KIND_FILE && r.kind != ZV_KIND_DIR && s->opt->read_xattrs)
         xattrs_by_name(dirfd, name, &r);
     if (r.kind == ZV_KIND_DIR)
         enter_dir(s, dirfd, name, &r, (size_t)plen, &st);
-    return zv_pipeline_push(s->w, &r, fd);
+    return emit(s, &r, fd);
 }
 
 static int push_root(walk_state *s)
 {
-    struct zv_walk *w = s->w;
+    int root_fd = s->opt->root_fd;
     struct stat st;
     zv_record r;
     if (new_record(&r, "", 0) < 0)
-        return -1;
-    if (fstat(w->root_fd, &st) < 0) {
+        return ZV_EWALK;
+    if (fstat(root_fd, &st) < 0) {
         record_error(&r, ZV_OP_LSTAT, errno);
-        return zv_pipeline_push(w, &r, -1);
+        return emit(s, &r, -1);
     }
-    zv_record_set_stat(&r, &st);
-    if (w->opt.read_xattrs)
-        zv_xattrs_read(w->root_fd, NULL, &r);
+    set_stat(&r, &st);
+    if (s->opt->read_xattrs)
+        zv_xattrs_read(root_fd, NULL, &r);
     char **children = NULL;
     size_t n = 0;
-    if (list_dir(w->root_fd, &children, &n) < 0)
+    if (list_dir(root_fd, &children, &n) < 0) {
         record_error(&r, ZV_OP_READDIR, errno);
-    else if (push_frame(s, NULL, 0, w->root_fd, &st, children, n) < 0)
-        return -1;
-    return zv_pipeline_push(w, &r, -1);
+    } else if (push_frame(s, NULL, 0, root_fd, &st, children, n) < 0) {
+        free_names(children, n);
+        record_error(&r, ZV_OP_READDIR, ENOMEM); /* its children are unknown: say so */
+    }
+    return emit(s, &r, -1);
 }
 
-void zv_traverse(struct zv_walk *w)
+int zv_traverse(const zv_traverse_opts *opt, const zv_sink *sink, int *err_no)
 {
-    walk_state s = {.w = w};
-    if (push_root(&s) == 0) {
-        while (s.depth > 0) {
-            frame *top = &s.stack[s.depth - 1];
-            if (top->next == top->nchildren) {
-                pop_frame(&s);
-                continue;
-            }
-            if (visit(&s, top->children[top->next++]) < 0)
-                break;
-        }
+    walk_state s = {.opt = opt, .sink = sink};
+    int rc = push_root(&s);
+    while (rc == ZV_OK && s.depth > 0) {
+        frame *top = &s.stack[s.depth - 1];
+        if (top->next == top->nchildren)
+            pop_frame(&s);
+        else
+            rc = visit(&s, top->children[top->next++]);
     }
+    *err_no = rc == ZV_EWALK ? ENOMEM : 0;
     while (s.depth > 0)
         pop_frame(&s);
     free(s.stack);
     free(s.path);
+    return rc;
 }

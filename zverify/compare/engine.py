@@ -11,6 +11,7 @@ docs/design/compare.md.
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from zverify import _zvcore
 from zverify.compare.diffs import Difference, diff_pair, same_entry
 from zverify.compare.hardlinks import HardlinkTracker
 from zverify.compare.march import march
@@ -31,7 +32,8 @@ PAYLOAD_KINDS = frozenset(
         DiffKind.CHANGED,
     }
 )
-UNLISTED_OPS = frozenset({"lstat", "opendir", "readdir"})
+# Errors that leave a directory's children unknown.
+UNLISTED_OPS = frozenset({_zvcore.OP_LSTAT, _zvcore.OP_OPENDIR, _zvcore.OP_READDIR})
 
 
 @dataclass
