@@ -18,6 +18,9 @@ class FsInfo:
     zfs: dict[str, str] | None = None  # compression, compressratio, recordsize
 
 
+UNKNOWN_FS = FsInfo("unknown", "unknown", "")  # entries that come from no live filesystem
+
+
 def _unescape_mountinfo(field: str) -> str:
     # mountinfo writes space, tab, newline and backslash as octal escapes
     for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):

@@ -9,7 +9,6 @@ from zverify.compare.policy import ComparePolicy, DiffKind
 from zverify.compare.result import CompareResult
 from zverify.entry import Entry
 from zverify.fsinfo import FsInfo
-from zverify.hashing import Algorithm
 
 FS = FsInfo("test", "none", "/")
 
@@ -17,7 +16,7 @@ FS = FsInfo("test", "none", "/")
 def result_of(src: list[Entry], dst: list[Entry]) -> CompareResult:
     policy = ComparePolicy()
     found = compare_entries(src, dst, policy)
-    return CompareResult("S", "D", policy, Algorithm.XXH3_128, found, FS, FS)
+    return CompareResult(**vars(found), policy=policy, src_fs=FS, dst_fs=FS)
 
 
 def test_changed_while_read_is_not_verified_exit_2() -> None:

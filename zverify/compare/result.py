@@ -7,8 +7,7 @@ from zverify import exitcodes
 from zverify.compare.diffs import Difference
 from zverify.compare.engine import EngineResult
 from zverify.compare.policy import ComparePolicy, DiffKind
-from zverify.compare.sizes import Explanation, SideTally
-from zverify.fsinfo import FsInfo
+from zverify.fsinfo import UNKNOWN_FS, FsInfo
 from zverify.hashing import Algorithm
 
 # Kinds meaning "not verified": they make the verdict INCOMPLETE (exit 2), never DIFFERENT.
@@ -16,33 +15,19 @@ UNVERIFIED_KINDS = frozenset({DiffKind.ERROR, DiffKind.CHANGED})
 
 
 @dataclass
-class CompareResult:
-    src_root: str
-    dst_root: str
-    policy: ComparePolicy
-    algorithm: Algorithm
-    found: EngineResult
-    src_fs: FsInfo
-    dst_fs: FsInfo
+class CompareResult(EngineResult):
+    """The engine's findings plus what only the caller knows: the roots, the policy, the
+    filesystems, and what this process could not see."""
+
+    src_root: str = ""
+    dst_root: str = ""
+    policy: ComparePolicy = field(default_factory=ComparePolicy)
+    algorithm: Algorithm = Algorithm.XXH3_128
+    src_fs: FsInfo = UNKNOWN_FS
+    dst_fs: FsInfo = UNKNOWN_FS
     # what the policy asked for but this process could not see (e.g. "trusted.* xattrs")
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. DST lies inside SRC
-
-    @property
-    def differences(self) -> list[Difference]:
-        return self.found.differences
-
-    @property
-    def src_sizes(self) -> SideTally:
-        return self.found.src_sizes
-
-    @property
-    def dst_sizes(self) -> SideTally:
-        return self.found.dst_sizes
-
-    @property
-    def explanation(self) -> Explanation:
-        return self.found.explanation
 
     @property
     def identical(self) -> bool:

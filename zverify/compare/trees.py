@@ -53,7 +53,17 @@ def compare_trees(
         dst_walk.close()
     unverifiable = unreadable_xattr_namespaces() if policy.needs_xattrs else []
     src_fs, dst_fs = filesystem_of(src), filesystem_of(dst)
-    return CompareResult(src, dst, policy, algorithm, found, src_fs, dst_fs, unverifiable, notes)
+    return CompareResult(
+        **vars(found),
+        src_root=src,
+        dst_root=dst,
+        policy=policy,
+        algorithm=algorithm,
+        src_fs=src_fs,
+        dst_fs=dst_fs,
+        unverifiable=unverifiable,
+        notes=notes,
+    )
 
 
 def _reporting(walk: TreeWalk, other: TreeWalk, progress: ProgressHook | None) -> Iterator[Entry]:
