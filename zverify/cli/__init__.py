@@ -108,13 +108,15 @@ def _framework_exit(err: SystemExit) -> int:
         return exitcodes.IDENTICAL
     sys.stderr = sys.__stderr__
     _discard_stdout()
-    return _fail("the report could not be written (output closed?); verdict not delivered", 2)
+    message = "the report could not be written (output closed?); verdict not delivered"
+    return _fail(message, exitcodes.TROUBLE)
 
 
 def _usage_error(err: BaseException) -> int:
     text = err.format_message()  # type: ignore[attr-defined]
     if type(err).__name__ == "NoArgsIsHelpError":
-        print(text, file=sys.stderr)  # the help text itself: more useful than one line
+        if text.strip():  # older click puts the help here; newer typer printed it already
+            print(text, file=sys.stderr)
         return exitcodes.TROUBLE
     return _fail(f"{text} (see --help)", exitcodes.TROUBLE)
 
