@@ -65,6 +65,8 @@ class TreeWalk:
             )
         except OSError as err:
             raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None
+        except MemoryError:
+            raise WalkError(side, os.fsdecode(self.root), "out of memory") from None
         self._blake3 = options.hash_content and options.algorithm is Algorithm.BLAKE3
         self._pool = ThreadPoolExecutor(options.threads) if self._blake3 else None
         self._blake3_bytes = 0
