@@ -101,6 +101,7 @@ SP_CKSUM_END: int
 SP_BEGIN_MAGIC: int
 SP_TOGUID: int
 SP_IO: int
+SP_NOMEM: int
 DRR_SIZE: int
 
 class StreamEvent(tuple[object, ...]):

@@ -76,6 +76,8 @@ enum zv_sproblem {
     ZV_SP_BEGIN_MAGIC = 9,    /* a later BEGIN without the magic in the stream's byte order */
     ZV_SP_TOGUID = 10,        /* a record's drr_toguid != its BEGIN's; detail[0] found, [1] expected */
     ZV_SP_IO = 11,            /* fatal: read() failed; err_no */
+    ZV_SP_NOMEM = 12,         /* a BEGIN payload could not be kept (out of memory): the scan
+                                 goes on, but what the payload says cannot be checked */
 };
 
 /* Counters of the records since the previous BEGIN or END event. */

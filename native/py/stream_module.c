@@ -284,6 +284,7 @@ static int add_stream_constants(PyObject *m)
         {"SP_BEGIN_MAGIC", ZV_SP_BEGIN_MAGIC},
         {"SP_TOGUID", ZV_SP_TOGUID},
         {"SP_IO", ZV_SP_IO},
+        {"SP_NOMEM", ZV_SP_NOMEM},
         {"DRR_SIZE", ZV_DRR_SIZE},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)

@@ -505,10 +505,11 @@ static int do_begin(zv_stream *s)
         problem(s, ZV_SP_BEGIN_MAGIC, 0);
     s->st[0] = s->st[1] = s->st[2] = s->st[3] = 0;
     zv_fletcher4(s->st, s->hdr, ZV_DRR_SIZE, s->big_endian);
-    int keep = len <= s->nvlist_max;
+    int keep = len <= s->nvlist_max, nomem = 0;
     if (keep && len > s->nv_cap) {
         unsigned char *nv = realloc(s->nv, (size_t)len);
-        keep = nv != NULL; /* out of memory: scan on, just don't keep it */
+        keep = nv != NULL;
+        nomem = nv == NULL; /* scan on, but say so: what it held cannot be checked */
         if (nv) {
             s->nv = nv;
             s->nv_cap = (size_t)len;
@@ -519,6 +520,8 @@ static int do_begin(zv_stream *s)
     ev->header = s->hdr;
     ev->payload_len = len;
     take_seg(s, ev);
+    if (nomem)
+        problem(s, ZV_SP_NOMEM, 0)->err_no = ENOMEM;
     if (len > ZV_MAX_BEGIN_PAYLOAD) {
         zv_sevent *pv = problem(s, ZV_SP_BAD_LENGTH, 1);
         pv->detail[0] = len;

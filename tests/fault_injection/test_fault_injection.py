@@ -126,3 +126,22 @@ def test_failed_xattr_listing_is_an_error_never_no_xattrs(
     assert_not_a_verdict(done, f"xattr listing {n} failed")
     errors = [line for line in done.stdout.splitlines() if line.startswith("! error")]
     assert len(errors) == 1 and "xattr" in errors[0] and "Input/output error" in errors[0]
+
+
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
+
+
+@pytest.mark.parametrize("command", ["verify", "info"])
+def test_stream_scanner_allocation_failures_end_in_exit_2(
+    shim: Path, tmp_path: Path, command: str
+) -> None:
+    """A BEGIN payload the scanner could not keep used to verify OK (the package's header
+    nvlist, and with it every completeness check, silently skipped)."""
+    stream = str(STREAMS / "replicate_R_fs_s2.zstream")
+    _, counted = faulty(shim, tmp_path, {}, "stream", command, stream)
+    assert counted["count malloc"] >= 3
+    for n in range(1, counted["count malloc"] + 1):
+        done, seen = faulty(shim, tmp_path, {"ZV_FAULT_MALLOC": str(n)}, "stream", command, stream)
+        assert "fired malloc" in seen
+        assert done.returncode == 2, f"allocation {n}: exit {done.returncode}\n{done.stdout}"
+        assert not done.stdout.startswith("OK") and "Traceback" not in done.stderr

@@ -91,6 +91,8 @@ def run(argv: list[str] | None = None) -> int:
         return _interrupted() if code == exitcodes.INTERRUPTED else code
     except _USAGE as err:
         return _usage_error(err)
+    except MemoryError:
+        return _fail("out of memory; nothing was verified", exitcodes.TROUBLE)
     except OSError as err:
         # e.g. ENOSPC or EPIPE while writing the report: the verdict was not delivered
         _discard_stdout()

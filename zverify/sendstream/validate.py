@@ -321,6 +321,8 @@ def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
         return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
     if ev.code == _zvcore.SP_IO:
         return "io", f"read error: {os.strerror(ev.errno)}"
+    if ev.code == _zvcore.SP_NOMEM:
+        return "io", "out of memory for the BEGIN payload: its contents cannot be checked"
     return "internal", f"scanner problem code {ev.code}"
 
 
@@ -372,8 +374,8 @@ class _Checker:
     def on_problem(self, ev: _zvcore.StreamEvent) -> None:
         code, message = _scanner_message(ev)
         self.fatal = self.fatal or ev.fatal
-        if ev.code == _zvcore.SP_IO:
-            self.report.readable = False
+        if ev.code in (_zvcore.SP_IO, _zvcore.SP_NOMEM):
+            self.report.readable = False  # not verified: exit 2, never OK nor DAMAGED
         elif self.state == self.DONE:
             return self.trailing(ev)
         self.problem(ev.offset, ev.record, message, code, ev.span)
