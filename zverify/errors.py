@@ -52,8 +52,13 @@ class WalkError(ZverifyError):
 class ZfsError(ZverifyError):
     """A `zfs`/`zpool` command (or a libzfs_core call) failed: what ran, how, and what it said."""
 
-    def __init__(self, argv: list[str], returncode: int | None, stderr: str) -> None:
-        status = "could not run" if returncode is None else f"exit {returncode}"
+    def __init__(
+        self, argv: list[str], returncode: int | None, stderr: str, errno: int | None = None
+    ) -> None:
+        if errno is not None:
+            status = f"errno {errno}"  # a libzfs_core call
+        else:
+            status = "could not run" if returncode is None else f"exit {returncode}"
         said = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
         super().__init__(f"`{' '.join(argv)}` failed ({status}): {said}")
-        self.argv, self.returncode, self.stderr = argv, returncode, stderr
+        self.argv, self.returncode, self.stderr, self.errno = argv, returncode, stderr, errno
