@@ -140,3 +140,16 @@ def test_trusted_xattrs_invisible_without_cap_sys_admin_are_named(tmp_path: Path
     text = subprocess.run([*drop, "-q", str(src), str(dst)], capture_output=True, text=True)
     assert "trusted.* xattrs not readable by this process: not compared" in text.stdout
     assert compare_json(str(src), str(dst))[1]["unverifiable"] == []  # root sees them all
+
+
+def test_root_that_is_not_utf8_is_escaped_in_text_and_json(tree: Path, tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/copy\xff"
+    subprocess.run([b"cp", b"-a", os.fsencode(tree), raw], check=True)
+    other = os.fsdecode(raw)
+    text = zverify("compare", "-q", str(tree), other, env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert text.returncode == 0 and "copy\\xff" in text.stdout
+    done = subprocess.run(
+        [console_script(), "compare", "--json", str(tree), other], capture_output=True
+    )
+    doc = json.loads(done.stdout.decode("utf-8"))  # strict: no raw 0xFF in the document
+    assert doc["dst_escaped"] is True and restore(doc["dst"], True) == raw

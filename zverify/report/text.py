@@ -1,6 +1,8 @@
 """Human rendering of a CompareResult: one line per difference, a summary,
 and the size table that explains why `du` differs."""
 
+import os
+
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import PROFILES, DiffKind
 from zverify.compare.result import CompareResult
@@ -46,7 +48,8 @@ def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
     if fs.zfs:
         props = ", ".join(f"{k}={v}" for k, v in fs.zfs.items() if k != "dataset")
         where += f" ({props})"
-    return f"{label} {root}: {sum(tally.counts.values()):,} entries ({kinds}) on {where}"
+    shown = for_terminal(os.fsencode(root))  # a root that is not UTF-8 must not crash stdout
+    return f"{label} {shown}: {sum(tally.counts.values()):,} entries ({kinds}) on {where}"
 
 
 def _verdict(result: CompareResult) -> str:
