@@ -62,3 +62,7 @@ class ZfsError(ZverifyError):
         said = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
         super().__init__(f"`{' '.join(argv)}` failed ({status}): {said}")
         self.argv, self.returncode, self.stderr, self.errno = argv, returncode, stderr, errno
+
+
+class ArchiveError(ZverifyError):
+    """A cold-storage archive directory itself cannot be read."""

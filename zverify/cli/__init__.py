@@ -15,6 +15,7 @@ import typer
 
 from zverify import __version__, exitcodes
 from zverify.cli import compare
+from zverify.cli.cold import app as cold_app
 from zverify.cli.stream import app as stream_app
 from zverify.errors import ZverifyError
 
@@ -28,6 +29,7 @@ app = typer.Typer(
 )
 app.command(name="compare")(compare.compare)
 app.add_typer(stream_app, name="stream")
+app.add_typer(cold_app, name="cold")
 
 
 def _show_version(value: bool) -> None:

@@ -1,0 +1,215 @@
+"""`zverify cold check` on archives built from real `zfs send` fixtures: chains by GUID,
+restorable snapshots, and every kind of damage an archive directory can hold."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.cli.console import console_script, zverify
+from zverify.cold import names
+from zverify.cold.check import check_archive
+from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
+
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
+INDEX = json.loads((STREAMS / "index.json").read_text())
+FULL_S1 = "zv%2Ffs@s1.zfsfull"
+INC_S1_S2 = "zv%2Ffs@s1-@s2.zfsinc"
+INC_S2_S3 = "zv%2Ffs@s2-@s3.zfsinc"
+PKG_S1_S3 = "zv%2Ffs@s1-@s3.zfsincstream"
+FIXTURE = {
+    FULL_S1: "full_fs_s1.zstream",
+    INC_S1_S2: "incr_fs_s1_s2.zstream",
+    INC_S2_S3: "incr_empty_fs_s2_s3.zstream",
+    PKG_S1_S3: "package_I_fs_s1_s3.zstream",
+}
+
+
+def guid(snapshot: str) -> str:
+    """The GUID `zfs list` printed when the fixtures were made (index.json), for zv/fs."""
+    for entry in INDEX["streams"]:
+        if entry["dataset"] == "zv/fs" and entry["to"] == f"zv/fs@{snapshot}":
+            return str(entry["to_guid"])
+    raise KeyError(snapshot)
+
+
+def archive(tmp_path: Path, *files: str, **renamed: str) -> Path:
+    """An archive directory holding fixture files under seed-convention names."""
+    root = tmp_path / "cold"
+    root.mkdir()
+    for name in files:
+        shutil.copy(STREAMS / FIXTURE[name], root / name)
+    for name, fixture in renamed.items():
+        shutil.copy(STREAMS / fixture, root / name)
+    return root
+
+
+def check(root: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    done = zverify("cold", "check", "--json", *extra, str(root))
+    return done.returncode, json.loads(done.stdout) if done.stdout else {}
+
+
+def restorable(doc: dict[str, Any], dataset: str = "zv/fs") -> dict[str, list[str]]:
+    (ds,) = [d for d in doc["datasets"] if d["dataset"] == dataset]
+    return {r["snapshot"]: r["files"] for r in ds["restorable"]}
+
+
+def problems(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    found = {(p["file"], p["kind"]) for f in doc["files"] for p in f["problems"]}
+    return found | {(p["file"], p["kind"]) for d in doc["datasets"] for p in d["problems"]}
+
+
+def test_intact_chain_restores_every_snapshot(tmp_path: Path) -> None:
+    code, doc = check(archive(tmp_path, FULL_S1, INC_S1_S2, INC_S2_S3))
+    assert code == 0 and doc["valid"] is True and problems(doc) == set()
+    assert restorable(doc) == {
+        "s1": [FULL_S1],
+        "s2": [FULL_S1, INC_S1_S2],
+        "s3": [FULL_S1, INC_S1_S2, INC_S2_S3],
+    }
+    (ds,) = doc["datasets"]
+    assert [r["guid"] for r in ds["restorable"]] == [guid("s1"), guid("s2"), guid("s3")]
+    files = {f["file"]: f for f in doc["files"]}
+    assert files[INC_S1_S2]["from_guid"] == guid("s1") and files[INC_S1_S2]["to_guid"] == guid("s2")
+    assert files[FULL_S1]["kind"] == "full" and files[INC_S1_S2]["kind"] == "incremental"
+    text = zverify("cold", "check", str(tmp_path / "cold"))
+    assert text.returncode == 0 and "INTACT" in text.stdout
+
+
+def test_package_and_cheapest_path(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3)
+    code, doc = check(root)
+    assert code == 0
+    via_singles = (root / INC_S1_S2).stat().st_size + (root / INC_S2_S3).stat().st_size
+    cheaper = [PKG_S1_S3] if (root / PKG_S1_S3).stat().st_size < via_singles else [
+        INC_S1_S2, INC_S2_S3,
+    ]  # fmt: skip
+    assert restorable(doc)["s3"] == [FULL_S1, *cheaper]
+    assert {f["file"]: f["kind"] for f in doc["files"]}[PKG_S1_S3] == "intermediate"
+
+
+def test_missing_middle_makes_later_files_orphans(tmp_path: Path) -> None:
+    code, doc = check(archive(tmp_path, FULL_S1, INC_S2_S3))
+    assert code == 1 and doc["valid"] is False
+    assert restorable(doc) == {"s1": [FULL_S1]}
+    assert problems(doc) == {(INC_S2_S3, "orphan")}
+    (orphan,) = doc["datasets"][0]["problems"]
+    assert guid("s2") in orphan["message"]
+
+
+def test_flipped_byte_is_damaged_with_offset_and_never_restorable(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    data = bytearray((root / INC_S1_S2).read_bytes())
+    data[len(data) // 2] ^= 0x40
+    (root / INC_S1_S2).write_bytes(bytes(data))
+    code, doc = check(root)
+    assert code == 1 and restorable(doc) == {"s1": [FULL_S1]}
+    (bad,) = [f for f in doc["files"] if f["file"] == INC_S1_S2]
+    assert bad["valid"] is False and bad["problems"][0]["kind"] == "damaged"
+    assert 0 < bad["problems"][0]["offset"] <= len(data)
+
+
+def test_truncated_partial_duplicate_symlink(tmp_path: Path) -> None:
+    root = archive(
+        tmp_path,
+        FULL_S1,
+        **{
+            "zv%2Ffs@s1-@s2.zfsinc": "truncated_full_fs_s1.zstream",
+            "zv%2Ffs@s2-@s3.zfsinc.partial": "incr_empty_fs_s2_s3.zstream",
+            "copy-of-s1": "compressed_c_fs_s1.zstream",
+        },
+    )
+    os.symlink("/etc/passwd", root / "outside")
+    code, doc = check(root)
+    assert code == 1
+    assert problems(doc) == {
+        ("zv%2Ffs@s1-@s2.zfsinc", "truncated"),
+        ("zv%2Ffs@s2-@s3.zfsinc.partial", "partial"),
+        ("outside", "not-a-stream"),
+        (FULL_S1, "duplicate"),  # of "copy-of-s1", which sorts first and is kept
+    }
+    assert set(restorable(doc)) == {"s1"}
+
+
+def test_a_name_that_lies_is_reported_and_the_stream_still_counts(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, **{"zv%2Ffs@s7-@s9.zfsinc": "incr_fs_s1_s2.zstream"})
+    code, doc = check(root)
+    assert code == 1 and problems(doc) == {("zv%2Ffs@s7-@s9.zfsinc", "name-mismatch")}
+    assert restorable(doc)["s2"] == [FULL_S1, "zv%2Ffs@s7-@s9.zfsinc"]  # by GUID, not name
+
+
+def test_dataset_filter_and_raw_chain(tmp_path: Path) -> None:
+    root = archive(
+        tmp_path,
+        FULL_S1,
+        **{"zv%2Fenc@s1.zfsfull": "raw_w_enc_s1.zstream",
+           "zv%2Fenc@s1-@s2.zfsinc": "raw_w_enc_s1_s2.zstream"},
+    )  # fmt: skip
+    code, doc = check(root, "--dataset", "zv/enc")
+    assert code == 0 and [d["dataset"] for d in doc["datasets"]] == ["zv/enc"]
+    assert restorable(doc, "zv/enc") == {
+        "s1": ["zv%2Fenc@s1.zfsfull"],
+        "s2": ["zv%2Fenc@s1.zfsfull", "zv%2Fenc@s1-@s2.zfsinc"],
+    }
+
+
+def test_unreadable_archive_or_file_is_exit_2(tmp_path: Path) -> None:
+    done = zverify("cold", "check", str(tmp_path / "nope"))
+    assert done.returncode == 2 and done.stdout == "" and "cannot read archive" in done.stderr
+    if os.geteuid() != 0:
+        pytest.skip("the unreadable-file half needs root to drop CAP_DAC_OVERRIDE")
+    root = archive(tmp_path, FULL_S1)
+    os.chmod(root / FULL_S1, 0)
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    done = subprocess.run(
+        [*drop, console_script(), "cold", "check", str(root)], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and "INCOMPLETE" in done.stdout and "unreadable" in done.stdout
+
+
+def test_check_needs_no_zfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no zfs, no zpool
+    report = check_archive(str(archive(tmp_path, FULL_S1, INC_S1_S2)))
+    assert report.exit_code == 0
+
+
+@pytest.mark.parametrize("dataset", ["pool/set", "pool/with space/x", "p%ct/a-@b", "tank"])
+def test_names_are_reversible(dataset: str) -> None:
+    for to, frm, inter in (("b", None, False), ("b", "a", False), ("z-9", "a-1", True)):
+        parsed = names.parse(names.file_name(dataset, to, frm, inter))
+        assert parsed is not None
+        assert (parsed.dataset, parsed.from_snap, parsed.to_snap) == (dataset, frm, to)
+    assert names.parse("random.bin") is None
+    assert names.parse("pool@a-@b.zfsfull") is None  # a full names one snapshot
+
+
+def test_planner_prefers_fewer_bytes_and_finds_orphans() -> None:
+    def f(name: str, size: int, *steps: tuple[int, int]) -> ArchivedFile:
+        return ArchivedFile(name, size, tuple(Step("d", a, b, f"s{b}", b) for a, b in steps))
+
+    files = [
+        f("full1", 100, (0, 1)),
+        f("big", 500, (1, 2)),
+        f("small-a", 10, (1, 3)),
+        f("small-b", 10, (3, 2)),
+        f("orphan", 5, (9, 10)),
+    ]
+    (p,) = plan(files).values()
+    by_guid = {r.guid: r.files for r in p.restorable}
+    assert by_guid[2] == ("full1", "small-a", "small-b")  # 120 bytes beats 600
+    assert p.orphans == [("orphan", 9)]
+    (chain,) = chains("d", files)
+    assert chain.files == ("big", "full1", "small-a", "small-b") and chain.bytes == 620
+
+
+@given(st.text(alphabet="%@/2540Fa -", min_size=1))
+def test_dataset_encoding_round_trips(dataset: str) -> None:
+    encoded = names.encode_dataset(dataset)
+    assert "/" not in encoded and "@" not in encoded
+    assert names.decode_dataset(encoded) == dataset

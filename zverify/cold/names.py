@@ -1,0 +1,55 @@
+"""Archive file names, in the seed convention and reversible for any dataset name:
+
+  NAME@S.zfsfull          a full stream of snapshot S
+  NAME@A-@B.zfsinc        an incremental from A to B (`zfs send -i`)
+  NAME@A-@B.zfsincstream  a package from A to B with every snapshot between (`zfs send -I`)
+
+NAME is the dataset with '%' written '%25', '/' written '%2F' and '@' written '%40', so any
+dataset name makes one file name and back.  Names are for people: chains are always rebuilt from the
+stream headers, and a name that disagrees with its content is reported.
+"""
+
+import re
+from dataclasses import dataclass
+
+FULL, INCREMENTAL, INTERMEDIATE = ".zfsfull", ".zfsinc", ".zfsincstream"
+PARTIAL = ".partial"
+_PATTERN = re.compile(
+    r"^(?P<dataset>[^@]+)@(?:(?P<from_snap>[^@]+)-@)?(?P<to_snap>[^@]+)"
+    r"(?P<suffix>\.zfsfull|\.zfsincstream|\.zfsinc)$"
+)
+
+
+@dataclass(frozen=True)
+class ParsedName:
+    dataset: str
+    from_snap: str | None
+    to_snap: str
+    kind: str  # "full", "incremental" or "intermediate"
+
+
+def encode_dataset(dataset: str) -> str:
+    return dataset.replace("%", "%25").replace("/", "%2F").replace("@", "%40")
+
+
+def decode_dataset(text: str) -> str:
+    return text.replace("%40", "@").replace("%2F", "/").replace("%25", "%")
+
+
+def parse(name: str) -> ParsedName | None:
+    """What a file name claims, or None when it does not follow the convention."""
+    m = _PATTERN.match(name)
+    if m is None:
+        return None
+    kind = {FULL: "full", INCREMENTAL: "incremental", INTERMEDIATE: "intermediate"}[m["suffix"]]
+    if (kind == "full") != (m["from_snap"] is None):
+        return None  # a full names one snapshot, an incremental two
+    return ParsedName(decode_dataset(m["dataset"]), m["from_snap"], m["to_snap"], kind)
+
+
+def file_name(dataset: str, to_snap: str, from_snap: str | None, intermediate: bool) -> str:
+    base = f"{encode_dataset(dataset)}@"
+    if from_snap is None:
+        return f"{base}{to_snap}{FULL}"
+    suffix = INTERMEDIATE if intermediate else INCREMENTAL
+    return f"{base}{from_snap}-@{to_snap}{suffix}"

@@ -1,0 +1,98 @@
+"""Rendering of `zverify cold check`: text for people, JSON (decimal-string GUIDs)."""
+
+import json
+from collections import Counter
+from typing import Any
+
+from zverify.cold.check import ArchiveReport, FileReport, Problem
+from zverify.sendstream.chain import Restorable
+
+
+def check_text(report: ArchiveReport) -> str:
+    lines = [f"archive {report.directory}: {len(report.files)} files"]
+    for dataset, plan in report.plans.items():
+        lines.append(f"{dataset}:")
+        lines += [f"  {_restorable(r)}" for r in plan.restorable] or ["  nothing restorable"]
+        for chain in report.chains.get(dataset, []):
+            lines.append(
+                f"  chain from {chain.full}: {len(chain.files)} files, {chain.bytes:,} bytes"
+            )
+    problems = report.all_problems
+    if problems:
+        lines.append("problems:")
+        lines += [f"  {p.kind:<14} {p.file}: {p.message}" for p in problems]
+    lines.append(_verdict(report, problems))
+    return "\n".join(lines) + "\n"
+
+
+def _restorable(r: Restorable) -> str:
+    files = len(r.files)
+    return f"@{r.snapshot} (guid {r.guid}): restorable from {files} file{'s' * (files != 1)}"
+
+
+def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
+    if report.exit_code == 2:
+        unread = sum(not f.readable for f in report.files)
+        return f"INCOMPLETE: {unread} file(s) could not be read"
+    if not problems:
+        return "INTACT: every file intact, every incremental reachable from a full"
+    counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(p.kind for p in problems).items()))
+    return f"PROBLEMS: {len(problems)} ({counts})"
+
+
+def check_json(report: ArchiveReport) -> str:
+    by_dataset: dict[str, list[Problem]] = {d: [] for d in report.plans}
+    for p in report.problems:
+        for d in by_dataset:
+            if p.message.startswith(f"{d}:"):
+                by_dataset[d].append(p)
+    doc = {
+        "directory": report.directory,
+        "valid": report.exit_code == 0,
+        "exit_code": report.exit_code,
+        "datasets": [
+            {
+                "dataset": d,
+                "restorable": [_restorable_doc(r) for r in plan.restorable],
+                "chains": [
+                    {"full": c.full, "files": list(c.files), "bytes": c.bytes}
+                    for c in report.chains.get(d, [])
+                ],
+                "problems": [_problem_doc(p) for p in by_dataset[d]],
+            }
+            for d, plan in report.plans.items()
+        ],
+        "files": [_file_doc(f) for f in report.files],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _restorable_doc(r: Restorable) -> dict[str, Any]:
+    return {
+        "snapshot": r.snapshot,
+        "guid": str(r.guid),
+        "creation_time": r.creation_time,
+        "files": list(r.files),
+        "bytes": r.bytes,
+    }
+
+
+def _file_doc(f: FileReport) -> dict[str, Any]:
+    doc: dict[str, Any] = {"file": f.name, "valid": f.valid, "kind": f.kind, "bytes": f.size}
+    if f.archived is not None:
+        first, last = f.archived.steps[0], f.archived.steps[-1]
+        doc |= {
+            "dataset": last.dataset,
+            "from_guid": str(first.from_guid),
+            "to_guid": str(last.to_guid),
+            "snapshots": [s.snapshot for s in f.archived.steps],
+        }
+    doc["problems"] = [_problem_doc(p) for p in f.problems]
+    return doc
+
+
+def _problem_doc(p: Problem) -> dict[str, Any]:
+    doc: dict[str, Any] = {"file": p.file, "kind": p.kind, "message": p.message}
+    if p.offset is not None:
+        doc["offset"] = p.offset
+    return doc
