@@ -66,3 +66,7 @@ class ZfsError(ZverifyError):
 
 class ArchiveError(ZverifyError):
     """A cold-storage archive directory itself cannot be read."""
+
+
+class ColdError(ZverifyError):
+    """A cold-storage operation could not be carried out (nothing half-done is left)."""

@@ -1,6 +1,8 @@
-"""`zverify cold check`: ZFS send streams archived as files (see zverify.cold)."""
+"""`zverify cold send|check`: ZFS send streams archived as files (see zverify.cold)."""
 
+import json
 import sys
+from collections.abc import Mapping
 from typing import Annotated
 
 import typer
@@ -9,7 +11,7 @@ from zverify.errors import ArchiveError
 
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: check them (more to come: send, restore, prune).",
+    help="Send-stream archives on cold storage: send into them, check them.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -39,3 +41,51 @@ def check(
             raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
     sys.stdout.write((cold_report.check_json if as_json else cold_report.check_text)(report))
     return report.exit_code
+
+
+@app.command("send")
+def send(
+    dataset: Annotated[str, typer.Argument(help="The dataset to archive (pool/set).")],
+    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    snapshot: Annotated[
+        str | None, typer.Option(help="Send up to this snapshot (the part after @).")
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="Start a new chain.")] = False,
+    intermediate: Annotated[
+        bool, typer.Option(help="-I: keep every snapshot between (default); else -i.")
+    ] = True,
+    raw: Annotated[bool, typer.Option("--raw", help="zfs send -w (encrypted data).")] = False,
+    compressed: Annotated[bool, typer.Option("--compressed", help="zfs send -c.")] = False,
+    large_block: Annotated[bool, typer.Option("--large-block", help="zfs send -L.")] = False,
+    embed: Annotated[bool, typer.Option("--embed", help="zfs send -e.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> int:
+    """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
+    can already restore; validated while written.  Exit 0 archived (or nothing new), 2 not."""
+    from zverify.cold.check import check_archive
+    from zverify.cold.plan import NothingToSend, plan_send
+    from zverify.cold.send import FLAGS, send_to_archive
+    from zverify.progress import byte_progress, wanted
+    from zverify.zfs.inventory import snapshots
+
+    try:
+        archive = check_archive(directory, dataset)
+    except OSError as err:
+        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+    chosen = plan_send(archive.plans.get(dataset), snapshots(dataset), snapshot, full, intermediate)
+    if isinstance(chosen, NothingToSend):
+        _say(as_json, {"sent": None, "reason": chosen.reason}, f"nothing to send: {chosen.reason}")
+        return 0
+    options = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
+    flags = [FLAGS[k] for k, on in options.items() if on]
+    with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
+        sent = send_to_archive(dataset, directory, chosen, flags, hook)
+    doc = {"sent": {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256,
+                    "bookmark": sent.bookmark}, "reason": chosen.reason}  # fmt: skip
+    _say(as_json, doc, f"archived {sent.name}: {sent.bytes:,} bytes ({chosen.reason})")
+    return 0
+
+
+def _say(as_json: bool, doc: Mapping[str, object], text: str) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n" if as_json else text + "\n")

@@ -48,6 +48,12 @@ class Restorable:
     creation_time: int
     files: tuple[str, ...]
     bytes: int
+    depth: int = 0  # snapshots received on the way: orders snapshots made in one second
+
+    @property
+    def order(self) -> tuple[int, int]:
+        """Sort key, oldest first: creation time, then position in the chain."""
+        return (self.creation_time, self.depth)
 
 
 @dataclass
@@ -73,8 +79,7 @@ def _plan_dataset(dataset: str, files: list[ArchivedFile]) -> DatasetPlan:
         if start not in reached:
             result.orphans.append((f.name, start))
     result.restorable = sorted(
-        (r for guid, r in reached.items() if guid != 0),
-        key=lambda r: (r.creation_time, r.snapshot),
+        (r for guid, r in reached.items() if guid != 0), key=lambda r: r.order
     )
     return result
 
@@ -114,11 +119,11 @@ def _cheapest_paths(dataset: str, files: list[ArchivedFile]) -> dict[int, Restor
         best[guid] = here
         for f in by_start.get(guid, []):
             files_needed = (*here.files, f.name)
-            for step in f.steps_of(dataset):
+            for k, step in enumerate(f.steps_of(dataset), 1):
                 counter += 1
                 there = Restorable(
                     dataset, step.snapshot, step.to_guid, step.creation_time,
-                    files_needed, cost + f.size,
+                    files_needed, cost + f.size, here.depth + k,
                 )  # fmt: skip
                 heapq.heappush(queue, (cost + f.size, counter, step.to_guid, there))
     return best

@@ -64,3 +64,17 @@ def _run(program: str, args: tuple[str, ...], timeout: float) -> str:
     if done.returncode != 0:
         raise ZfsError(argv, done.returncode, done.stderr.strip())
     return done.stdout
+
+
+def popen(args: list[str]) -> "subprocess.Popen[bytes]":
+    """`zfs ARGS` started with its stdout as a pipe (for `zfs send`); the caller waits and
+    checks its exit status.  Raises ZfsError when zfs cannot be started."""
+    path = shutil.which("zfs")
+    if path is None:
+        raise ZfsError(["zfs", *args], None, "`zfs` not found on PATH (is OpenZFS installed?)")
+    try:
+        return subprocess.Popen(
+            [path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+        )
+    except OSError as err:
+        raise ZfsError([path, *args], None, err.strerror or str(err)) from None
