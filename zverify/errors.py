@@ -70,3 +70,10 @@ class ArchiveError(ZverifyError):
 
 class ColdError(ZverifyError):
     """A cold-storage operation could not be carried out (nothing half-done is left)."""
+
+
+class UnrestorableError(ZverifyError):
+    """The archive cannot rebuild what was asked (a damaged file, a gap): a finding about the
+    archive, reported with exit 1 before anything was received."""
+
+    exit_code = exitcodes.DIFFERENT

@@ -70,13 +70,41 @@ def test_seed_scenario_full_then_package_then_bookmark_incremental(
     assert sidecar["to_guid"] == restorable["s0"] and sidecar["dataset"] == ds.name
     sha = host.run(["sha256sum", f"{cold}/{enc}@s0.zfsfull"], check=True).stdout.split()[0]
     assert sidecar["sha256"] == sha
-    # the files really restore: receive them in the order check gave, GUIDs as the source's
+    # restore: every snapshot back with the source's GUID, and the same content
     target = ds.name.split("/")[0] + "/restored"
-    (s3,) = [r for r in dataset["restorable"] if r["snapshot"] == "s3"]
-    for name in s3["files"]:
-        host.run(["sh", "-c", f"zfs receive -F '{target}' < '{cold}/{name}'"], check=True)
+    out = zv(host, zverify, "cold", "restore", cold, target)
+    assert f"restored {target}@s3" in out
     for snap in ("s0", "s1", "s3"):
         assert guid(host, f"{target}@{snap}") == restorable[snap]
+    host.run(["zfs", "mount", target], check=True)
+    same = host.run(
+        [*zverify, "compare", "-q", f"{ds.mountpoint}/.zfs/snapshot/s3",
+         f"/{target}/.zfs/snapshot/s3"],
+        timeout=600,
+    )  # fmt: skip
+    assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_restore_refuses_a_damaged_file_before_receiving_anything(
+    zfs_host, zverify_in_zfs_host, source_and_dir
+):
+    host, zverify = zfs_host, zverify_in_zfs_host
+    ds, cold = source_and_dir
+    zv(host, zverify, "cold", "send", "--snapshot", "s0", ds.name, cold)
+    zv(host, zverify, "cold", "send", ds.name, cold)
+    newest = ds.name.replace("/", "%2F") + "@s0-@s2.zfsincstream"
+    flip = (
+        "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); "
+        "b[len(b)//2]^=1; open(p,'wb').write(bytes(b))"
+    )
+    host.run(["python3", "-c", flip, f"{cold}/{newest}"], check=True)
+    target = ds.name.split("/")[0] + "/restored2"
+    plan = zv(host, zverify, "cold", "restore", "--dry-run", "--snapshot", "s0", cold, target)
+    assert "@s0" in plan  # what the damage leaves restorable is still planned
+    r = host.run([*zverify, "cold", "restore", "--snapshot", "s2", cold, target])
+    assert r.returncode == 1 and "cannot be restored" in r.stderr  # check found the damage
+    r = host.run(["zfs", "list", target])
+    assert r.returncode != 0  # nothing was received
 
 
 def test_unknown_snapshot_or_dataset_exits_2_and_leaves_nothing(

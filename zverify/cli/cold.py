@@ -3,15 +3,18 @@
 import json
 import sys
 from collections.abc import Mapping
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from zverify.errors import ArchiveError
 
+if TYPE_CHECKING:
+    from zverify.cold.restore import RestorePlan
+
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: send into them, check them.",
+    help="Send-stream archives on cold storage: send into them, check them, restore them.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -89,3 +92,49 @@ def send(
 
 def _say(as_json: bool, doc: Mapping[str, object], text: str) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n" if as_json else text + "\n")
+
+
+@app.command("restore")
+def restore(
+    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    target: Annotated[str, typer.Argument(help="The dataset to create (must not exist).")],
+    snapshot: Annotated[
+        str | None, typer.Option(help="Snapshot name or GUID (default: the newest restorable).")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Which dataset of the archive.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
+    script_file: Annotated[
+        str | None, typer.Option("--script", help="Write the receives as an sh script.")
+    ] = None,
+) -> int:
+    """Restore a snapshot: exit 0 restored and proven by GUID, 1 the archive cannot (why),
+    2 error."""
+    from zverify.cold import restore as cold_restore
+    from zverify.cold.check import check_archive
+
+    try:
+        report = check_archive(directory, dataset)
+    except OSError as err:
+        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+    plan = cold_restore.plan_restore(report, target, snapshot)
+    sys.stdout.write(_plan_text(plan))
+    if script_file is not None:
+        with open(script_file, "w") as f:
+            f.write(cold_restore.script(directory, plan))
+    if dry_run or script_file is not None:
+        return 0
+    cold_restore.check_target(target)
+    cold_restore.verify_files(directory, plan)
+    cold_restore.receive_all(directory, plan, report)
+    sys.stdout.write(f"restored {target}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
+    return 0
+
+
+def _plan_text(plan: "RestorePlan") -> str:
+    head = (
+        f"restore {plan.dataset}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid}) into "
+        f"{plan.target}: {len(plan.files)} file(s), {plan.snapshot.bytes:,} bytes"
+    )
+    return "\n".join([head, *(f"  {name}" for name in plan.files)]) + "\n"

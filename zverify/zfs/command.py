@@ -12,6 +12,7 @@ timeout.  Two ways to call, chosen by what the answer is for:
 
 import shutil
 import subprocess
+from typing import IO
 
 from zverify.errors import ZfsError
 
@@ -50,20 +51,23 @@ def dataset_properties(dataset: str) -> dict[str, str] | None:
     return props
 
 
-def _run(program: str, args: tuple[str, ...], timeout: float) -> str:
+def _run(
+    program: str, args: tuple[str, ...], timeout: float | None, stdin: IO[bytes] | None = None
+) -> str:
     path = shutil.which(program)
     argv = [path or program, *args]
     if path is None:
         raise ZfsError(argv, None, f"`{program}` not found on PATH (is OpenZFS installed?)")
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False, stdin=stdin)
     except subprocess.TimeoutExpired:
-        raise ZfsError(argv, None, f"no answer within {timeout:.0f} s") from None
+        raise ZfsError(argv, None, f"no answer within {timeout} s") from None
     except OSError as err:
         raise ZfsError(argv, None, err.strerror or str(err)) from None
+    stdout, stderr = (b.decode("utf-8", "replace") for b in (done.stdout, done.stderr))
     if done.returncode != 0:
-        raise ZfsError(argv, done.returncode, done.stderr.strip())
-    return done.stdout
+        raise ZfsError(argv, done.returncode, stderr.strip())
+    return stdout
 
 
 def popen(args: list[str]) -> "subprocess.Popen[bytes]":
@@ -78,3 +82,10 @@ def popen(args: list[str]) -> "subprocess.Popen[bytes]":
         )
     except OSError as err:
         raise ZfsError([path, *args], None, err.strerror or str(err)) from None
+
+
+def receive(target: str, path: str, timeout: float | None = None) -> None:
+    """`zfs receive -u TARGET < PATH` (not mounted: nothing may touch TARGET between the
+    receives of one chain).  Raises ZfsError on any failure."""
+    with open(path, "rb") as stream:
+        _run("zfs", ("receive", "-u", target), timeout, stdin=stream)

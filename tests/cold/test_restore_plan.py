@@ -1,0 +1,68 @@
+"""`cold restore` planning, verification and its sh script, on the host (no ZFS needed until
+the receives, which tests/zfs/test_cold_send.py runs for real)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.console import zverify
+from zverify.cold.check import check_archive
+from zverify.cold.restore import plan_restore, verify_files
+from zverify.errors import ColdError, UnrestorableError
+
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
+FILES = {
+    "zv%2Ffs@s1.zfsfull": "full_fs_s1.zstream",
+    "zv%2Ffs@s1-@s2.zfsinc": "incr_fs_s1_s2.zstream",
+    "zv%2Ffs@s2-@s3.zfsinc": "incr_empty_fs_s2_s3.zstream",
+}
+
+
+@pytest.fixture
+def cold(tmp_path: Path) -> Path:
+    root = tmp_path / "cold"
+    root.mkdir()
+    for name, fixture in FILES.items():
+        shutil.copy(STREAMS / fixture, root / name)
+    return root
+
+
+def test_default_is_the_newest_and_a_guid_selects_too(cold: Path) -> None:
+    report = check_archive(str(cold))
+    newest = plan_restore(report, "tank/r", None)
+    assert newest.snapshot.snapshot == "s3" and newest.files == tuple(FILES)
+    by_guid = plan_restore(report, "tank/r", "8984490087068245054")
+    assert by_guid.snapshot.snapshot == "s2" and len(by_guid.files) == 2
+    with pytest.raises(UnrestorableError, match="@s9 cannot be restored"):
+        plan_restore(report, "tank/r", "s9")
+
+
+def test_a_file_damaged_after_planning_is_refused_before_any_receive(cold: Path) -> None:
+    plan = plan_restore(check_archive(str(cold)), "tank/r", None)
+    last = cold / "zv%2Ffs@s1-@s2.zfsinc"
+    data = bytearray(last.read_bytes())
+    data[len(data) // 2] ^= 1
+    last.write_bytes(bytes(data))
+    with pytest.raises(UnrestorableError, match="is damaged at byte"):
+        verify_files(str(cold), plan)
+
+
+def test_several_datasets_need_dataset(cold: Path) -> None:
+    shutil.copy(STREAMS / "raw_w_enc_s1.zstream", cold / "zv%2Fenc@s1.zfsfull")
+    with pytest.raises(ColdError, match="--dataset"):
+        plan_restore(check_archive(str(cold)), "tank/r", None)
+    plan = plan_restore(check_archive(str(cold), "zv/enc"), "tank/r", None)
+    assert plan.files == ("zv%2Fenc@s1.zfsfull",)
+
+
+def test_script_receives_in_order_and_quotes(cold: Path, tmp_path: Path) -> None:
+    out = tmp_path / "restore.sh"
+    done = zverify("cold", "restore", "--script", str(out), str(cold), "tank/new set")
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    receives = [line for line in lines if line.startswith("zfs receive")]
+    assert [r.rsplit("/", 1)[1].rstrip("'") for r in receives] == list(FILES)
+    assert all("'tank/new set'" in r for r in receives)
+    assert subprocess.run(["sh", "-n", str(out)]).returncode == 0  # valid sh

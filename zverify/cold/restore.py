@@ -1,0 +1,88 @@
+"""Restore a snapshot from an archive: plan, verify every file, receive, prove by GUID.
+
+The plan is the fewest-bytes list of files from a full to the snapshot (sendstream.chain).
+Every file of it is read completely *before* anything is received, so a damaged file is
+refused with its reason while the target is still untouched.  Each file is then received
+(`zfs receive -u`: the kernel checks every record's checksum before applying it, and a
+receive that fails leaves no snapshot), and afterwards every snapshot the file carries must
+exist on the target with the stream's GUID: a zero exit status of receive proves nothing.
+"""
+
+import os
+import shlex
+from dataclasses import dataclass
+
+from zverify.cold.check import ArchiveReport
+from zverify.errors import ColdError, UnrestorableError
+from zverify.sendstream.chain import Restorable
+from zverify.sendstream.validate import verify_stream
+from zverify.zfs import command, inventory
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    dataset: str
+    target: str
+    snapshot: Restorable
+    files: tuple[str, ...]
+
+
+def plan_restore(report: ArchiveReport, target: str, snapshot: str | None) -> RestorePlan:
+    """The files that rebuild snapshot (a name or a GUID; default the newest restorable)."""
+    candidates = [(d, r) for d, p in report.plans.items() for r in p.restorable]
+    datasets = sorted({d for d, _ in candidates})
+    if len(datasets) > 1:
+        raise ColdError(f"the archive holds several datasets ({', '.join(datasets)}): --dataset")
+    if not candidates:
+        raise UnrestorableError("nothing in the archive is restorable (see `zverify cold check`)")
+    if snapshot is None:
+        dataset, chosen = max(candidates, key=lambda c: c[1].order)
+    else:
+        found = [(d, r) for d, r in candidates if snapshot in (r.snapshot, str(r.guid))]
+        if not found:
+            raise UnrestorableError(
+                f"@{snapshot} cannot be restored from this archive (see `zverify cold check`)"
+            )
+        dataset, chosen = found[-1]
+    return RestorePlan(dataset, target, chosen, chosen.files)
+
+
+def check_target(target: str) -> None:
+    """A restore creates its target: an existing dataset is never received into."""
+    if command.optional("list", "-H", "-o", "name", target) is not None:
+        raise ColdError(f"{target} exists: restore creates a new dataset (destroy or rename it)")
+
+
+def verify_files(directory: str, plan: RestorePlan) -> None:
+    """Read every file of the plan completely now; raise UnrestorableError on the first bad."""
+    for name in plan.files:
+        report = verify_stream(os.path.join(directory, name))
+        if not report.valid:
+            what = report.problems[0] if report.problems else None
+            where = f" at byte {what.offset}: {what.message}" if what else ""
+            raise UnrestorableError(f"{name} is damaged{where}; nothing was received")
+
+
+def receive_all(directory: str, plan: RestorePlan, report: ArchiveReport) -> None:
+    """Receive the plan's files in order, proving each by GUID on the target."""
+    steps = {f.name: f.archived for f in report.files if f.archived is not None}
+    for name in plan.files:
+        command.receive(plan.target, os.path.join(directory, name))
+        archived = steps[name]
+        assert archived is not None
+        have = {s.guid for s in inventory.snapshots(plan.target) if not s.bookmark}
+        for step in archived.steps_of(plan.dataset):
+            if step.to_guid not in have:
+                raise ColdError(
+                    f"after receiving {name}, {plan.target}@{step.snapshot} with guid "
+                    f"{step.to_guid} is not there: the restore is not proven"
+                )
+
+
+def script(directory: str, plan: RestorePlan) -> str:
+    """The same receives as a plain sh script, for a machine without zverify."""
+    lines = ["#!/bin/sh", "# written by zverify cold restore: receive in this order", "set -e"]
+    for name in plan.files:
+        path = shlex.quote(os.path.join(os.path.abspath(directory), name))
+        lines.append(f"zfs receive -u {shlex.quote(plan.target)} < {path}")
+    return "\n".join(lines) + "\n"
