@@ -92,7 +92,7 @@ def _send_and_validate(
     zfs = command.popen(argv)
     assert zfs.stdout is not None
     tee = subprocess.Popen(
-        ["tee", partial], stdin=zfs.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ["tee", "--", partial], stdin=zfs.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     zfs.stdout.close()  # tee owns it now: zfs gets SIGPIPE if tee dies
     assert tee.stdout is not None
