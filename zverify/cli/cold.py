@@ -10,6 +10,7 @@ import typer
 from zverify.errors import ArchiveError
 
 if TYPE_CHECKING:
+    from zverify.cold.check import ArchiveReport, ProgressHook
     from zverify.cold.restore import RestorePlan
 
 app = typer.Typer(
@@ -33,15 +34,11 @@ def check(
 ) -> int:
     """Read every stream completely, rebuild the chains by GUID: exit 0 every file intact and
     every incremental reachable from a full, 1 anything else found, 2 could not read."""
-    from zverify.cold.check import check_archive
     from zverify.progress import byte_progress, wanted
     from zverify.report import cold as cold_report
 
     with byte_progress(wanted(quiet or as_json), "checking", None) as hook:
-        try:
-            report = check_archive(directory, dataset, lambda _name, n: hook(n))
-        except OSError as err:
-            raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+        report = _read_archive(directory, dataset, lambda _name, n: hook(n))
     sys.stdout.write((cold_report.check_json if as_json else cold_report.check_text)(report))
     return report.exit_code
 
@@ -66,16 +63,12 @@ def send(
 ) -> int:
     """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
     can already restore; validated while written.  Exit 0 archived (or nothing new), 2 not."""
-    from zverify.cold.check import check_archive
     from zverify.cold.plan import NothingToSend, plan_send
     from zverify.cold.send import FLAGS, send_to_archive
     from zverify.progress import byte_progress, wanted
     from zverify.zfs.inventory import snapshots
 
-    try:
-        archive = check_archive(directory, dataset)
-    except OSError as err:
-        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+    archive = _read_archive(directory, dataset)
     chosen = plan_send(archive.plans.get(dataset), snapshots(dataset), snapshot, full, intermediate)
     if isinstance(chosen, NothingToSend):
         _say(as_json, {"sent": None, "reason": chosen.reason}, f"nothing to send: {chosen.reason}")
@@ -88,6 +81,17 @@ def send(
                     "bookmark": sent.bookmark}, "reason": chosen.reason}  # fmt: skip
     _say(as_json, doc, f"archived {sent.name}: {sent.bytes:,} bytes ({chosen.reason})")
     return 0
+
+
+def _read_archive(
+    directory: str, dataset: str | None, progress: "ProgressHook | None" = None
+) -> "ArchiveReport":
+    from zverify.cold.check import check_archive
+
+    try:
+        return check_archive(directory, dataset, progress)
+    except OSError as err:
+        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
 
 
 def _say(as_json: bool, doc: Mapping[str, object], text: str) -> None:
@@ -112,12 +116,8 @@ def restore(
     """Restore a snapshot: exit 0 restored and proven by GUID, 1 the archive cannot (why),
     2 error."""
     from zverify.cold import restore as cold_restore
-    from zverify.cold.check import check_archive
 
-    try:
-        report = check_archive(directory, dataset)
-    except OSError as err:
-        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+    report = _read_archive(directory, dataset)
     plan = cold_restore.plan_restore(report, target, snapshot)
     sys.stdout.write(_plan_text(plan))
     if script_file is not None:
