@@ -259,6 +259,8 @@ static int list_all(int fd, const char *path, char **names, ssize_t *out_len)
     *out_len = 0;
     for (;;) {
         ssize_t len = list_names(fd, path, NULL, 0);
+        if (len < 0 && errno == ENOTSUP)
+            return 0; /* the filesystem has no xattrs at all: none, truly */
         if (len <= 0)
             return len < 0 ? -1 : 0;
         char *buf = malloc((size_t)len);
@@ -286,10 +288,9 @@ void zv_xattrs_read(int fd, const char *path, zv_record *r)
     ssize_t len = 0;
     char *names = NULL;
     if (list_all(fd, path, &names, &len) < 0) {
-        if (errno == ENOTSUP)
-            r->has_xattrs = 1; /* the filesystem has none */
-        else
-            set_error(r, ZV_OP_XATTR, errno, -1);
+        /* only the size query's ENOTSUP means "none": once names were announced, any
+         * failure to read them (ENOTSUP included) is an error, never "no xattrs" */
+        set_error(r, ZV_OP_XATTR, errno, -1);
         return;
     }
     if (!names) {

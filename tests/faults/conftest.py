@@ -1,0 +1,79 @@
+"""Fixtures for the fault-injection tests: the shim built with gcc, the installed console
+script, and a small tree with an identical copy that passes every failure point."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.console import console_script
+from tests.faults.helpers import Harness, Trees
+from tests.treebuilder import write
+
+HERE = Path(__file__).parent
+CFLAGS = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
+
+
+@pytest.fixture(scope="session")
+def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc not found: cannot build the LD_PRELOAD fault shim")
+    out = tmp_path_factory.mktemp("shim") / "shim.so"
+    built = subprocess.run(
+        [gcc, *CFLAGS, "-o", str(out), str(HERE / "shim.c"), "-ldl"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, f"shim.c does not build cleanly:\n{built.stderr}"
+    return out
+
+
+@pytest.fixture(scope="session")
+def harness(shim: Path, tmp_path_factory: pytest.TempPathFactory) -> Harness:
+    # the installed script, checked to run this checkout (an absent one is a setup error)
+    return Harness(console_script(), shim, tmp_path_factory.mktemp("fault-logs"))
+
+
+def _set_trusted(path: Path) -> bool:
+    try:
+        os.setxattr(path, "trusted.zverify", b"t", follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _has_trusted(path: Path) -> bool:
+    try:
+        return os.getxattr(path, "trusted.zverify", follow_symlinks=False) == b"t"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> Trees:
+    """Dirs, six files (one of several read blocks), a symlink, a FIFO, xattrs on a file
+    and on a directory; and `cp -a` of it."""
+    root = tmp_path_factory.mktemp("fault-trees")
+    src = root / "src"
+    write(src / "a" / "h", b"h\n")
+    write(src / "a" / "b" / "g", bytes(range(256)) * 1200)  # > 2 blocks of 128 KiB
+    write(src / "c" / "i", b"i\n")
+    write(src / "e", b"")
+    write(src / "f", b"with an xattr\n")
+    write(src / "z", b"last\n")
+    try:
+        os.setxattr(src / "f", "user.origin", b"fault tests")
+        os.setxattr(src / "c", "user.dir", b"1")
+    except OSError as err:
+        pytest.skip(f"no user.* xattrs on {root}: {err.strerror}")
+    os.symlink("f", src / "link")
+    os.mkfifo(src / "fifo")
+    special = _set_trusted(src / "link") and _set_trusted(src / "fifo")
+    dst = root / "dst"
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+    kept = special and _has_trusted(dst / "link") and _has_trusted(dst / "fifo")
+    return Trees(src, dst, kept)
