@@ -102,6 +102,7 @@ SP_BEGIN_MAGIC: int
 SP_TOGUID: int
 SP_IO: int
 SP_NOMEM: int
+SP_RELAY: int
 DRR_SIZE: int
 
 class StreamEvent(tuple[object, ...]):
@@ -154,10 +155,18 @@ class StreamEvent(tuple[object, ...]):
 
 class StreamScanner(Iterator[StreamEvent]):
     def __init__(
-        self, fd: int, *, buffer_size: int = ..., nvlist_max: int = ..., progress_every: int = ...
+        self,
+        fd: int,
+        *,
+        buffer_size: int = ...,
+        nvlist_max: int = ...,
+        progress_every: int = ...,
+        relay_fd: int = ...,
     ) -> None: ...
     def __next__(self) -> StreamEvent: ...
     def bytes_read(self) -> int: ...
+    def relayed(self) -> int: ...
+    def stop_relay(self) -> None: ...
     def close(self) -> None: ...
 
 def fletcher4(

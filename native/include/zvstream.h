@@ -78,6 +78,8 @@ enum zv_sproblem {
     ZV_SP_IO = 11,            /* fatal: read() failed; err_no */
     ZV_SP_NOMEM = 12,         /* a BEGIN payload could not be kept (out of memory): the scan
                                  goes on, but what the payload says cannot be checked */
+    ZV_SP_RELAY = 13,         /* fatal: the relay could not hold (ENOMEM) or write (err_no)
+                                 the verified bytes; detail[0] = bytes relayed until then */
 };
 
 /* Counters of the records since the previous BEGIN or END event. */
@@ -116,6 +118,8 @@ typedef struct zv_sopts {
     size_t buffer_size;       /* read buffer, bytes (>= 4096; 0 = 256 KiB) */
     size_t nvlist_max;        /* keep BEGIN payloads up to this size (0 = default 64 MiB) */
     uint64_t progress_every;  /* emit PROGRESS every this many bytes (0 = never) */
+    int relay;                /* 1: write the verified bytes to relay_fd (see below) */
+    int relay_fd;
 } zv_sopts;
 
 typedef struct zv_stream zv_stream;
@@ -139,6 +143,24 @@ int zv_stream_next(zv_stream *s, zv_sevent *ev);
 uint64_t zv_stream_bytes(const zv_stream *s);
 
 void zv_stream_close(zv_stream *s);
+
+/*
+ * The relay: with opts->relay, every byte is written to relay_fd only after
+ * it was verified, so that a consumer (`zfs receive`) never sees a byte of a
+ * damaged record.  A record's bytes are held until the checksum that covers
+ * them matched: the next record's trailer (a record with a zero trailer, as
+ * in streams older than per-record checksums, is released on framing alone,
+ * which is all the kernel checks either), an END's checksum, or a following
+ * BEGIN.  Held bytes are written at the start of the next record, that is
+ * only after the caller has seen every event of the record that verified
+ * them: a caller that judges an event bad calls zv_stream_stop_relay() and
+ * nothing more is ever written.  Any problem event stops the relay too.
+ * Memory: the held bytes are at most one record (a BEGIN payload included).
+ */
+void zv_stream_stop_relay(zv_stream *s);
+
+/* Bytes written to relay_fd so far. */
+uint64_t zv_stream_relayed(const zv_stream *s);
 
 /*
  * Fold len bytes into the fletcher-4 state st[4] (a, b, c, d), reading

@@ -2,8 +2,8 @@
  * stream_module.c — the send-stream scanner's Python face, registered in
  * zverify._zvcore by zv_py_stream_init() (called from zvcore_module.c).
  *
- * StreamScanner(fd, *, buffer_size=0, nvlist_max=0, progress_every=0) is an
- * iterator of StreamEvent values (see zvstream.h for what each field means).
+ * StreamScanner(fd, *, buffer_size=0, nvlist_max=0, progress_every=0,
+ * relay_fd=-1) is an iterator of StreamEvent values (see zvstream.h for what each field means).
  * Scanning happens with the GIL released; it is retaken once per event,
  * and events are rare (BEGIN, END, problems, progress), so the hot loop
  * never touches Python.  fletcher4(data, state, big_endian) exposes the
@@ -58,6 +58,7 @@ typedef struct {
     PyObject_HEAD
     zv_stream *scan;
     int busy;
+    uint64_t relayed; /* kept here: the scanner is freed when it finishes */
 } ScannerObject;
 
 static PyObject *u64_tuple(const uint64_t *v, int n)
@@ -141,17 +142,19 @@ static PyObject *event_to_python(const zv_sevent *e)
 
 static int Scanner_init(ScannerObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"fd", "buffer_size", "nvlist_max", "progress_every", NULL};
-    int fd;
+    static char *kwlist[] = {"fd", "buffer_size", "nvlist_max", "progress_every", "relay_fd",
+                             NULL};
+    int fd, relay_fd = -1;
     Py_ssize_t bufsize = 0, nvmax = 0;
     unsigned long long every = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|$nnK", kwlist, &fd, &bufsize, &nvmax, &every))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|$nnKi", kwlist, &fd, &bufsize, &nvmax, &every,
+                                     &relay_fd))
         return -1;
     if (bufsize < 0 || nvmax < 0) {
         PyErr_SetString(PyExc_ValueError, "buffer_size and nvlist_max must be >= 0");
         return -1;
     }
-    zv_sopts o = {(size_t)bufsize, (size_t)nvmax, every};
+    zv_sopts o = {(size_t)bufsize, (size_t)nvmax, every, relay_fd >= 0, relay_fd};
     zv_stream *s = NULL;
     int rc = zv_stream_open(fd, &o, &s);
     if (rc == ZV_ENOMEM) {
@@ -182,6 +185,7 @@ static PyObject *Scanner_next(ScannerObject *self)
     rc = zv_stream_next(self->scan, &ev);
     Py_END_ALLOW_THREADS
     self->busy = 0;
+    self->relayed = zv_stream_relayed(self->scan);
     if (rc != ZV_OK) {
         zv_stream_close(self->scan);
         self->scan = NULL;
@@ -195,6 +199,22 @@ static PyObject *Scanner_next(ScannerObject *self)
 static PyObject *Scanner_bytes(ScannerObject *self, PyObject *Py_UNUSED(ignored))
 {
     return PyLong_FromUnsignedLongLong(self->scan ? zv_stream_bytes(self->scan) : 0);
+}
+
+static PyObject *Scanner_relayed(ScannerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(self->relayed);
+}
+
+static PyObject *Scanner_stop_relay(ScannerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "StreamScanner is busy in another thread");
+        return NULL;
+    }
+    if (self->scan)
+        zv_stream_stop_relay(self->scan);
+    Py_RETURN_NONE;
 }
 
 static PyObject *Scanner_close(ScannerObject *self, PyObject *Py_UNUSED(ignored))
@@ -217,6 +237,9 @@ static void Scanner_dealloc(ScannerObject *self)
 static PyMethodDef Scanner_methods[] = {
     {"bytes_read", (PyCFunction)Scanner_bytes, METH_NOARGS, "Bytes consumed so far."},
     {"close", (PyCFunction)Scanner_close, METH_NOARGS, "Free the buffers (the fd stays open)."},
+    {"relayed", (PyCFunction)Scanner_relayed, METH_NOARGS, "Bytes written to relay_fd so far."},
+    {"stop_relay", (PyCFunction)Scanner_stop_relay, METH_NOARGS,
+     "Write nothing more to relay_fd (the caller judged an event bad)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -285,6 +308,7 @@ static int add_stream_constants(PyObject *m)
         {"SP_TOGUID", ZV_SP_TOGUID},
         {"SP_IO", ZV_SP_IO},
         {"SP_NOMEM", ZV_SP_NOMEM},
+        {"SP_RELAY", ZV_SP_RELAY},
         {"DRR_SIZE", ZV_DRR_SIZE},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)

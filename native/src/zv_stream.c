@@ -266,7 +266,22 @@ struct zv_stream {
 
     zv_sevent q[QUEUE];
     int qhead, qlen;
+
+    /* the relay (zvstream.h): held[hstart..hlen) are the stream bytes [relayed, off) */
+    int relay, relay_fd, relay_failed;
+    unsigned char *held;
+    size_t hstart, hlen, hcap;
+    uint64_t relayed;        /* bytes written to relay_fd */
+    uint64_t relay_to;       /* bytes before this are verified: written at the next record */
 };
+
+static void relay_stop(zv_stream *s)
+{
+    s->relay = 0;
+    free(s->held);
+    s->held = NULL;
+    s->hstart = s->hlen = s->hcap = 0;
+}
 
 static zv_sevent *push(zv_stream *s, int kind)
 {
@@ -284,6 +299,7 @@ static zv_sevent *push(zv_stream *s, int kind)
 
 static zv_sevent *problem(zv_stream *s, int code, int fatal)
 {
+    relay_stop(s); /* nothing after a problem is ever relayed, whatever it was */
     zv_sevent *ev = push(s, ZV_SEV_PROBLEM);
     ev->code = code;
     ev->fatal = fatal;
@@ -303,6 +319,60 @@ static void finish(zv_stream *s)
     ev->offset = s->off;
     take_seg(s, ev);
     s->done = 1;
+}
+
+static void relay_fail(zv_stream *s, int err)
+{
+    zv_sevent *ev = problem(s, ZV_SP_RELAY, 1);
+    ev->err_no = err;
+    ev->detail[0] = s->relayed;
+    ev->offset = s->relayed;
+    s->relay_failed = 1;
+}
+
+/* Keep n consumed bytes until they are verified. */
+static void hold(zv_stream *s, const unsigned char *p, size_t n)
+{
+    if (!s->relay || n == 0)
+        return;
+    if (s->hlen + n > s->hcap && s->hstart > 0) {
+        memmove(s->held, s->held + s->hstart, s->hlen - s->hstart);
+        s->hlen -= s->hstart;
+        s->hstart = 0;
+    }
+    if (s->hlen + n > s->hcap) {
+        size_t cap = s->hcap ? 2 * s->hcap : (1u << 20);
+        while (cap < s->hlen + n)
+            cap *= 2;
+        unsigned char *held = realloc(s->held, cap);
+        if (!held)
+            return relay_fail(s, ENOMEM);
+        s->held = held;
+        s->hcap = cap;
+    }
+    memcpy(s->held + s->hlen, p, n);
+    s->hlen += n;
+}
+
+/* Write the verified held bytes.  @return 0, or -1 after queueing SP_RELAY. */
+static int relay_flush(zv_stream *s)
+{
+    if (!s->relay || s->relay_to <= s->relayed)
+        return 0;
+    size_t n = (size_t)(s->relay_to - s->relayed);
+    while (n > 0) {
+        ssize_t w = write(s->relay_fd, s->held + s->hstart, n);
+        if (w < 0) {
+            relay_fail(s, errno); /* EINTR too: a signal the caller must act on */
+            return -1;
+        }
+        s->hstart += (size_t)w;
+        s->relayed += (uint64_t)w;
+        n -= (size_t)w;
+    }
+    if (s->hstart == s->hlen)
+        s->hstart = s->hlen = 0;
+    return 0;
 }
 
 /*
@@ -342,6 +412,7 @@ static size_t take(zv_stream *s, unsigned char *dst, size_t n)
     while (got < n && have_bytes(s) > 0) {
         size_t k = s->clen - s->cpos < n - got ? s->clen - s->cpos : n - got;
         memcpy(dst + got, s->cur + s->cpos, k);
+        hold(s, s->cur + s->cpos, k);
         s->cpos += k;
         s->off += k;
         got += k;
@@ -448,6 +519,7 @@ static int eat_payload(zv_stream *s, uint64_t len, int keep)
         size_t i = 0;
         if (keep)
             memcpy(s->nv + done, p, n);
+        hold(s, p, n);
         while (nc > 0 && nc < 4 && i < n)
             carry[nc++] = p[i++];
         if (nc == 4) {
@@ -534,6 +606,7 @@ static int do_begin(zv_stream *s)
     s->seg.stream_bytes = ZV_DRR_SIZE + len;
     s->begin_toguid = load64(s->hdr + 40, s->swap);
     s->verified_to = s->rec_off;
+    s->relay_to = s->rec_off;
     if (eat_payload(s, len, keep) < 0)
         return -1;
     ev->payload = keep ? s->nv : NULL;
@@ -545,6 +618,7 @@ static void check_trailer(zv_stream *s)
 {
     uint64_t stored[4];
     get_cksum(s->hdr + ZV_DRR_TRAILER_OFF, s->swap, stored);
+    s->relay_to = s->rec_off + ZV_DRR_SIZE; /* a mismatch below stops the relay */
     if (cksum_zero(stored))
         return;
     if (!cksum_eq(stored, s->st)) {
@@ -627,6 +701,9 @@ static void do_record(zv_stream *s, uint32_t type)
 /* Read and handle one record; queues its events. */
 static void step(zv_stream *s)
 {
+    /* The caller has seen every event of the previous record: release what it verified. */
+    if (relay_flush(s) < 0)
+        return finish(s);
     s->rec_off = s->off;
     s->rtype = -1;
     size_t have = take(s, s->hdr, ZV_DRR_SIZE);
@@ -655,14 +732,16 @@ static void step(zv_stream *s)
         do_record(s, type);
     }
     s->record++;
+    if (s->relay_failed && !s->done)
+        finish(s);
 }
 
 int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out)
 {
-    zv_sopts o = {0, 0, 0};
+    zv_sopts o = {0, 0, 0, 0, -1};
     if (opts)
         o = *opts;
-    if (fd < 0 || (o.buffer_size && o.buffer_size < 4096))
+    if (fd < 0 || (o.buffer_size && o.buffer_size < 4096) || (o.relay && o.relay_fd < 0))
         return ZV_EINVAL;
     zv_stream *s = calloc(1, sizeof *s);
     if (!s)
@@ -673,6 +752,8 @@ int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out)
     if (!__atomic_load_n(&coef_ready, __ATOMIC_ACQUIRE))
         coef_init();
     s->fd = fd;
+    s->relay = o.relay;
+    s->relay_fd = o.relay_fd;
     s->cap = o.buffer_size ? o.buffer_size : (256u << 10);
     s->buf = malloc(s->cap);
     if (!s->buf) {
@@ -705,10 +786,21 @@ uint64_t zv_stream_bytes(const zv_stream *s)
     return s->off;
 }
 
+void zv_stream_stop_relay(zv_stream *s)
+{
+    relay_stop(s);
+}
+
+uint64_t zv_stream_relayed(const zv_stream *s)
+{
+    return s->relayed;
+}
+
 void zv_stream_close(zv_stream *s)
 {
     if (!s)
         return;
+    free(s->held);
     free(s->buf);
     free(s->nv);
     free(s);

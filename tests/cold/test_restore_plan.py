@@ -1,6 +1,7 @@
 """`cold restore` planning, verification and its sh script, on the host (no ZFS needed until
 the receives, which tests/zfs/test_cold_send.py runs for real)."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,8 +10,8 @@ import pytest
 
 from tests.cli.console import zverify
 from zverify.cold.check import check_archive
-from zverify.cold.restore import plan_restore, verify_files
-from zverify.errors import ColdError, UnrestorableError
+from zverify.cold.restore import plan_restore, receive_file, verify_files
+from zverify.errors import ColdError, UnrestorableError, ZfsError
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 FILES = {
@@ -66,3 +67,47 @@ def test_script_receives_in_order_and_quotes(cold: Path, tmp_path: Path) -> None
     assert [r.rsplit("/", 1)[1].rstrip("'") for r in receives] == list(FILES)
     assert all("'tank/new set'" in r for r in receives)
     assert subprocess.run(["sh", "-n", str(out)]).returncode == 0  # valid sh
+
+
+def fake_receive(mp: pytest.MonkeyPatch, tmp_path: Path, exit_code: int = 0) -> Path:
+    """A `zfs` whose receive stores what it was fed: fault injection at the command boundary
+    (the real receives are in tests/zfs/test_cold_send.py)."""
+    bindir, got = tmp_path / "bin", tmp_path / "received"
+    bindir.mkdir()
+    (bindir / "zfs").write_text(f"#!/bin/sh\ncat > '{got}'\nexit {exit_code}\n")
+    (bindir / "zfs").chmod(0o755)
+    mp.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return got
+
+
+def test_an_intact_file_goes_to_receive_whole(
+    cold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    got = fake_receive(monkeypatch, tmp_path)
+    path = cold / "zv%2Ffs@s1-@s2.zfsinc"
+    receive_file(str(path), "tank/r")
+    assert got.read_bytes() == path.read_bytes()
+
+
+def test_a_file_changed_since_checking_is_stopped_before_its_bad_record(
+    cold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    got = fake_receive(monkeypatch, tmp_path)
+    path = cold / "zv%2Ffs@s1.zfsfull"
+    data = bytearray(path.read_bytes())
+    flip = len(data) // 2
+    data[flip] ^= 0x10
+    path.write_bytes(bytes(data))
+    with pytest.raises(UnrestorableError, match=r"changed since it was checked at byte \d+"):
+        receive_file(str(path), "tank/r", ["earlier.zfsfull"])
+    fed = got.read_bytes()
+    assert 0 < len(fed) <= flip, "the receive saw the damaged byte"
+    assert fed == bytes(data[: len(fed)])
+
+
+def test_a_failing_receive_is_an_error_with_its_message(
+    cold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_receive(monkeypatch, tmp_path, exit_code=1)
+    with pytest.raises(ZfsError, match="receive"):
+        receive_file(str(cold / "zv%2Ffs@s1.zfsfull"), "tank/r")

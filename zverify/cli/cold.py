@@ -112,10 +112,12 @@ def restore(
     script_file: Annotated[
         str | None, typer.Option("--script", help="Write the receives as an sh script.")
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     """Restore a snapshot: exit 0 restored and proven by GUID, 1 the archive cannot (why),
     2 error."""
     from zverify.cold import restore as cold_restore
+    from zverify.progress import byte_progress, wanted
 
     report = _read_archive(directory, dataset)
     plan = cold_restore.plan_restore(report, target, snapshot)
@@ -127,7 +129,8 @@ def restore(
         return 0
     cold_restore.check_target(target)
     cold_restore.verify_files(directory, plan)
-    cold_restore.receive_all(directory, plan, report)
+    with byte_progress(wanted(quiet), "receiving", plan.snapshot.bytes) as hook:
+        cold_restore.receive_all(directory, plan, report, hook)
     sys.stdout.write(f"restored {target}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
     return 0
 

@@ -3,9 +3,11 @@
 The plan is the fewest-bytes list of files from a full to the snapshot (sendstream.chain).
 Every file of it is read completely *before* anything is received, so a damaged file is
 refused with its reason while the target is still untouched.  Each file is then received
-(`zfs receive -u`: the kernel checks every record's checksum before applying it, and a
-receive that fails leaves no snapshot), and afterwards every snapshot the file carries must
-exist on the target with the stream's GUID: a zero exit status of receive proves nothing.
+(`zfs receive -u`; a receive that fails or is killed leaves no snapshot), and afterwards
+every snapshot the file carries must exist on the target with the stream's GUID: a zero exit
+status of receive proves nothing.  Each receive is fed through the relay (receive_file): the
+file is validated a second time as it goes to the kernel, so a file that changed after the
+first reading is stopped at its first bad record, before any of that record reaches receive.
 """
 
 import os
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from zverify.cold.check import ArchiveReport
 from zverify.errors import ColdError, UnrestorableError
 from zverify.sendstream.chain import Restorable
-from zverify.sendstream.validate import verify_stream
+from zverify.sendstream.validate import ProgressHook, verify_stream
 from zverify.zfs import command, inventory
 
 
@@ -63,13 +65,20 @@ def verify_files(directory: str, plan: RestorePlan) -> None:
             raise UnrestorableError(f"{name} is damaged{where}; nothing was received")
 
 
-def receive_all(directory: str, plan: RestorePlan, report: ArchiveReport) -> None:
-    """Receive the plan's files in order, proving each by GUID on the target."""
+def receive_all(
+    directory: str, plan: RestorePlan, report: ArchiveReport, progress: ProgressHook | None = None
+) -> None:
+    """Receive the plan's files in order, proving each by GUID on the target.
+    progress(bytes) counts over the whole plan."""
     steps = {f.name: f.archived for f in report.files if f.archived is not None}
+    done: list[str] = []
+    base = 0
     for name in plan.files:
-        command.receive(plan.target, os.path.join(directory, name))
         archived = steps[name]
         assert archived is not None
+        hook = (lambda n, at=base: progress(at + n)) if progress else None
+        receive_file(os.path.join(directory, name), plan.target, done, hook)
+        base += archived.size
         have = {s.guid for s in inventory.snapshots(plan.target) if not s.bookmark}
         for step in archived.steps_of(plan.dataset):
             if step.to_guid not in have:
@@ -77,6 +86,32 @@ def receive_all(directory: str, plan: RestorePlan, report: ArchiveReport) -> Non
                     f"after receiving {name}, {plan.target}@{step.snapshot} with guid "
                     f"{step.to_guid} is not there: the restore is not proven"
                 )
+        done.append(name)
+
+
+def receive_file(
+    path: str, target: str, done: list[str] | None = None, progress: ProgressHook | None = None
+) -> None:
+    """Feed one file to `zfs receive` through the relay: validated again as it is read, each
+    byte passed on only once verified, and the receive killed on the first bad record, so
+    that nothing damaged is ever applied even if the file changed since it was checked."""
+    name = os.path.basename(path)
+    with command.receiving(target) as pipe:
+        report = verify_stream(path, relay_to=pipe, progress=progress)
+        if not report.readable:
+            what = report.problems[0].message if report.problems else "unreadable"
+            raise ColdError(f"{name}: {what}; its receive was aborted{_so_far(done)}")
+        if not report.valid or report.relayed != report.size:
+            first = report.problems[0] if report.problems else None
+            where = f" at byte {first.offset}: {first.message}" if first else ""
+            raise UnrestorableError(
+                f"{name} changed since it was checked{where}; its receive was aborted before "
+                f"the damaged record{_so_far(done)}"
+            )
+
+
+def _so_far(done: list[str] | None) -> str:
+    return f" (received and proven before it: {', '.join(done)})" if done else ""
 
 
 def script(directory: str, plan: RestorePlan) -> str:

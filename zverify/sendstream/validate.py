@@ -204,6 +204,7 @@ class StreamReport:
     problems: list[StreamProblem] = field(default_factory=list)
     warnings: list[StreamProblem] = field(default_factory=list)
     problems_dropped: int = 0
+    relayed: int | None = None  # bytes passed on to relay_to (verify_stream), else None
 
     @property
     def valid(self) -> bool:
@@ -252,11 +253,17 @@ def verify_stream(
     *,
     progress: ProgressHook | None = None,
     max_problems: int = MAX_PROBLEMS,
+    relay_to: int | None = None,
 ) -> StreamReport:
-    """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it."""
+    """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it.
+
+    relay_to: an fd (the stdin of `zfs receive`) to which every byte is written only once
+    it is verified, and nothing more after the first problem (zvstream.h, the relay).  The
+    stream is fed to it only as far as report.relayed says; the caller lets the consumer
+    finish only when the report is valid and everything was relayed."""
     name = f"<fd {source}>" if isinstance(source, int) else os.fspath(source)
     if isinstance(source, int):
-        return _scan(source, name, progress, max_problems)
+        return _scan(source, name, progress, max_problems, relay_to)
     try:
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
@@ -264,20 +271,29 @@ def verify_stream(
         report.problems.append(StreamProblem(0, 0, f"cannot open: {err.strerror}", "io"))
         return report
     try:
-        return _scan(fd, name, progress, max_problems)
+        return _scan(fd, name, progress, max_problems, relay_to)
     finally:
         os.close(fd)
 
 
-def _scan(fd: int, name: str, progress: ProgressHook | None, max_problems: int) -> StreamReport:
-    check = _Checker(StreamReport(source=name), max_problems)
+def _scan(
+    fd: int, name: str, progress: ProgressHook | None, max_problems: int, relay_to: int | None
+) -> StreamReport:
+    report = StreamReport(source=name)
+    check = _Checker(report, max_problems)
     every = PROGRESS_EVERY if progress else 0
-    for ev in _events(_zvcore.StreamScanner(fd, progress_every=every)):
+    relay = -1 if relay_to is None else relay_to
+    scanner = _zvcore.StreamScanner(fd, progress_every=every, relay_fd=relay)
+    for ev in _events(scanner):
         check.event(ev)
+        if report.problems or report.problems_dropped or not report.readable:
+            scanner.stop_relay()  # the record is judged bad here, before its bytes go on
         if progress:
             progress(ev.bytes)
     check.finish()
-    return check.report
+    if relay_to is not None:
+        report.relayed = scanner.relayed()
+    return report
 
 
 def _events(scanner: _zvcore.StreamScanner) -> Iterator[_zvcore.StreamEvent]:
@@ -323,6 +339,9 @@ def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
         return "io", f"read error: {os.strerror(ev.errno)}"
     if ev.code == _zvcore.SP_NOMEM:
         return "io", "out of memory for the BEGIN payload: its contents cannot be checked"
+    if ev.code == _zvcore.SP_RELAY:
+        why = os.strerror(ev.errno)
+        return "io", f"could not pass the stream on after {d[0]} verified bytes: {why}"
     return "internal", f"scanner problem code {ev.code}"
 
 
@@ -374,7 +393,7 @@ class _Checker:
     def on_problem(self, ev: _zvcore.StreamEvent) -> None:
         code, message = _scanner_message(ev)
         self.fatal = self.fatal or ev.fatal
-        if ev.code in (_zvcore.SP_IO, _zvcore.SP_NOMEM):
+        if ev.code in (_zvcore.SP_IO, _zvcore.SP_NOMEM, _zvcore.SP_RELAY):
             self.report.readable = False  # not verified: exit 2, never OK nor DAMAGED
         elif self.state == self.DONE:
             return self.trailing(ev)

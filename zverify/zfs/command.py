@@ -10,8 +10,11 @@ timeout.  Two ways to call, chosen by what the answer is for:
   failure is None and nothing else depends on it.
 """
 
+import contextlib
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from typing import IO
 
 from zverify.errors import ZfsError
@@ -84,8 +87,34 @@ def popen(args: list[str]) -> "subprocess.Popen[bytes]":
         raise ZfsError([path, *args], None, err.strerror or str(err)) from None
 
 
-def receive(target: str, path: str, timeout: float | None = None) -> None:
-    """`zfs receive -u TARGET < PATH` (not mounted: nothing may touch TARGET between the
-    receives of one chain).  Raises ZfsError on any failure."""
-    with open(path, "rb") as stream:
-        _run("zfs", ("receive", "-u", target), timeout, stdin=stream)
+@contextlib.contextmanager
+def receiving(target: str) -> Iterator[int]:
+    """`zfs receive -u TARGET` (not mounted: nothing may touch TARGET between the receives of
+    one chain), reading from the pipe whose write end (an fd) is yielded.
+
+    On a normal exit the pipe is closed and the receive's exit status checked (ZfsError on
+    failure).  On an exception the receive is killed *before* its input ends, so that it can
+    never take what it got for a complete stream; a receive killed midway applies nothing.
+    """
+    path = shutil.which("zfs")
+    argv = [path or "zfs", "receive", "-u", target]
+    if path is None:
+        raise ZfsError(argv, None, "`zfs` not found on PATH (is OpenZFS installed?)")
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=errors, stderr=errors)
+        except OSError as err:
+            raise ZfsError(argv, None, err.strerror or str(err)) from None
+        assert proc.stdin is not None
+        try:
+            yield proc.stdin.fileno()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            proc.stdin.close()
+            raise
+        proc.stdin.close()
+        code = proc.wait()
+        if code != 0:
+            errors.seek(0)
+            raise ZfsError(argv, code, errors.read().decode("utf-8", "replace").strip())
