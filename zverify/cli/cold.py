@@ -1,4 +1,4 @@
-"""`zverify cold send|check`: ZFS send streams archived as files (see zverify.cold)."""
+"""`zverify cold send|check|restore|prune`: send streams archived as files (zverify.cold)."""
 
 import json
 import sys
@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from zverify import exitcodes
 from zverify.errors import ArchiveError
 
 if TYPE_CHECKING:
     from zverify.cold.check import ArchiveReport, ProgressHook
+    from zverify.cold.prune import DatasetPrune
     from zverify.cold.restore import RestorePlan
 
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: send into them, check them, restore them.",
+    help="Send-stream archives on cold storage: send, check, restore, prune.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -141,3 +143,57 @@ def _plan_text(plan: "RestorePlan") -> str:
         f"{plan.target}: {len(plan.files)} file(s), {plan.snapshot.bytes:,} bytes"
     )
     return "\n".join([head, *(f"  {name}" for name in plan.files)]) + "\n"
+
+
+@app.command("prune")
+def prune(
+    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Only this dataset (pool/set).")
+    ] = None,
+    keep_chains: Annotated[
+        int, typer.Option("--keep-chains", min=1, help="Keep the newest N chains.")
+    ] = 1,
+    trial_receive: Annotated[
+        str | None,
+        typer.Option(
+            "--trial-receive",
+            metavar="POOL/SCRATCH",
+            help="First receive the kept chain into this new dataset (destroyed after).",
+        ),
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Delete (default: only say what).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> int:
+    """Remove old chains, each only when the newer chain was read completely just now (and,
+    with --trial-receive, received): exit 0 pruned or nothing to prune or dry run, 1 refused
+    (why), 2 error."""
+    from zverify.cold import prune as cold_prune
+    from zverify.progress import byte_progress, wanted
+    from zverify.report import cold as cold_report
+
+    with byte_progress(wanted(quiet or as_json), "verifying", None) as hook:
+        report = _read_archive(directory, dataset, lambda _name, n: hook(n))
+    decisions = cold_prune.plan_prune(report, keep_chains)
+    acting = [d for d in decisions if d.files and d.refused is None]
+    actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
+    if yes:
+        for d in acting:
+            actions[d.dataset] = _prune_one(directory, report, d, trial_receive)
+    render = cold_report.prune_json if as_json else cold_report.prune_text
+    sys.stdout.write(render(decisions, actions, yes))
+    refused = 1 if any(d.refused for d in decisions) else 0
+    return exitcodes.worst([report.exit_code if refused else 0, refused])
+
+
+def _prune_one(
+    directory: str, report: "ArchiveReport", d: "DatasetPrune", scratch: str | None
+) -> dict[str, object]:
+    from zverify.cold import prune as cold_prune
+
+    if scratch is not None:
+        cold_prune.trial_receive(directory, report, d, scratch)
+    deleted = cold_prune.delete_files(directory, d)
+    released, note = cold_prune.release_bookmarks(d)
+    return {"deleted": deleted, "bookmarks_released": released, "note": note}

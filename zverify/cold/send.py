@@ -61,7 +61,7 @@ def send_to_archive(
     except BaseException:
         _remove(partial)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
     _write_sidecar(final, dataset, plan, argv, report, digest)
     bookmark = _bookmark(dataset, plan.to.name)
     return SentFile(name, report.size, digest, bookmark)
@@ -161,7 +161,7 @@ def _write_sidecar(
         f.flush()
         os.fsync(f.fileno())
     os.rename(tmp, final + ".json")
-    _fsync_dir(os.path.dirname(final) or ".")
+    fsync_dir(os.path.dirname(final) or ".")
 
 
 def _bookmark(dataset: str, snapshot: str) -> str:
@@ -179,7 +179,7 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)

@@ -1,10 +1,11 @@
-"""Rendering of `zverify cold check`: text for people, JSON (decimal-string GUIDs)."""
+"""Rendering of `cold check` and `cold prune`: text for people, JSON (GUIDs as decimal strings)."""
 
 import json
 from collections import Counter
 from typing import Any
 
 from zverify.cold.check import ArchiveReport, FileReport, Problem
+from zverify.cold.prune import DatasetPrune
 from zverify.sendstream.chain import Restorable
 
 
@@ -96,3 +97,59 @@ def _problem_doc(p: Problem) -> dict[str, Any]:
     if p.offset is not None:
         doc["offset"] = p.offset
     return doc
+
+
+# -- prune ----------------------------------------------------------------------------------
+
+
+def prune_text(decisions: list[DatasetPrune], actions: dict[str, dict[str, Any]], yes: bool) -> str:
+    lines = []
+    for d in decisions:
+        kept = ", ".join(c.full for c in d.keep) or "none"
+        lines.append(f"{d.dataset}: keeping {len(d.keep)} chain(s) from {kept}")
+        if d.newest_kept is not None and d.remove:
+            lines.append(
+                f"  the kept files alone restore up to @{d.newest_kept.snapshot} "
+                f"(guid {d.newest_kept.guid}), every byte read just now"
+            )
+        if d.refused:
+            lines.append(f"  REFUSED: {d.refused}; nothing deleted")
+            continue
+        if not d.files:
+            lines.append("  nothing to prune")
+            continue
+        done = actions.get(d.dataset, {})
+        verb = "deleted" if done.get("deleted") else "would delete"
+        lines.append(f"  {verb} {len(d.files)} file(s), {d.bytes:,} bytes, in this order:")
+        lines += [f"    {name}" for name in d.files]
+        lost = ", ".join(f"@{r.snapshot}" for r in d.lost)
+        lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
+        for name in done.get("bookmarks_released") or []:
+            lines.append(f"  released bookmark {name}")
+        if done.get("note"):
+            lines.append(f"  {done['note']}")
+    if not yes and any(d.files and not d.refused for d in decisions):
+        lines.append("dry run: nothing deleted (--yes deletes)")
+    return "\n".join(lines) + "\n"
+
+
+def prune_json(decisions: list[DatasetPrune], actions: dict[str, dict[str, Any]], yes: bool) -> str:
+    doc = {
+        "dry_run": not yes,
+        "datasets": [
+            {
+                "dataset": d.dataset,
+                "keep": [c.full for c in d.keep],
+                "newest_kept": _restorable_doc(d.newest_kept) if d.newest_kept else None,
+                "remove": d.files,
+                "bytes": d.bytes,
+                "lost": [{"snapshot": r.snapshot, "guid": str(r.guid)} for r in d.lost]
+                if d.files
+                else [],
+                "refused": d.refused,
+                **actions.get(d.dataset, {}),
+            }
+            for d in decisions
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"

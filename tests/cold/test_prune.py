@@ -1,0 +1,109 @@
+"""`zverify cold prune` on archives of real `zfs send` fixtures (no ZFS needed: the trial
+receive and the bookmarks are in tests/zfs/test_cold_send.py).
+
+Two chains of zv/fs: the old one starts at a full of @s1, the new one at a `zfs send -R`
+package of @s2 (a full of @s1 and the step to @s2, so it restores @s1 and @s2 alone).  Every
+incremental of the fixtures starts from @s1 or @s2, which the new chain holds: they belong to
+both chains and stay; only the old full goes.  Longer chains are planned in test_prune_plan.py.
+"""
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tests.cli.console import zverify
+
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
+OLD_FULL = "zv%2Ffs@s1.zfsfull"
+OLD_INC = "zv%2Ffs@s1-@s2.zfsinc"
+SHARED_INC = "zv%2Ffs@s2-@s3.zfsinc"  # from @s2: reachable from both chains
+NEW_FULL = "replicated-s2.zstream"  # not the convention: a -R package ends at the child
+FIXTURE = {
+    OLD_FULL: "full_fs_s1.zstream",
+    OLD_INC: "incr_fs_s1_s2.zstream",
+    SHARED_INC: "incr_empty_fs_s2_s3.zstream",
+    NEW_FULL: "replicate_R_fs_s2.zstream",
+}
+
+
+def archive(tmp_path: Path, *files: str) -> Path:
+    root = tmp_path / "cold"
+    root.mkdir()
+    for name in files:
+        shutil.copy(STREAMS / FIXTURE[name], root / name)
+        (root / f"{name}.json").write_text("{}\n")  # a sidecar goes with its stream
+    return root
+
+
+def prune(root: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """Exit code and the zv/fs part of the JSON (the -R package holds zv/fs/child too)."""
+    done = zverify("cold", "prune", "--json", *extra, str(root))
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads(done.stdout)
+    (ds,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
+    return done.returncode, {"dry_run": doc["dry_run"], **ds}
+
+
+def listing(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir())
+
+
+def test_dry_run_lists_the_old_full_and_deletes_nothing(
+    tmp_path: Path,
+) -> None:
+    root = archive(tmp_path, OLD_FULL, OLD_INC, SHARED_INC, NEW_FULL)
+    before = listing(root)
+    code, ds = prune(root)
+    assert code == 0 and ds["dry_run"] and ds["refused"] is None
+    assert ds["keep"] == [NEW_FULL]
+    assert ds["remove"] == [OLD_FULL]  # the incrementals can follow the new full too
+    assert ds["bytes"] == (root / OLD_FULL).stat().st_size
+    assert ds["newest_kept"]["snapshot"] == "s3"
+    assert ds["lost"] == []  # the new chain restores @s1 and @s2 as well
+    assert listing(root) == before
+
+
+def test_yes_deletes_exactly_the_old_chain_and_the_rest_still_restores(tmp_path: Path) -> None:
+    root = archive(tmp_path, OLD_FULL, OLD_INC, SHARED_INC, NEW_FULL)
+    code, ds = prune(root, "--yes")
+    assert code == 0 and ds["deleted"] == [OLD_FULL]
+    kept = [NEW_FULL, OLD_INC, SHARED_INC]
+    assert listing(root) == sorted(kept + [f"{n}.json" for n in kept])
+    check = zverify("cold", "check", "--json", "--dataset", "zv/fs", str(root))
+    assert check.returncode == 0, check.stdout
+    (ds,) = json.loads(check.stdout)["datasets"]
+    assert [r["snapshot"] for r in ds["restorable"]] == ["s1", "s2", "s3"]
+
+
+def test_a_damaged_newer_chain_refuses_and_deletes_nothing(tmp_path: Path) -> None:
+    root = archive(tmp_path, OLD_FULL, OLD_INC, SHARED_INC, NEW_FULL)
+    data = bytearray((root / NEW_FULL).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (root / NEW_FULL).write_bytes(bytes(data))
+    before = listing(root)
+    done = zverify("cold", "prune", "--yes", str(root))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "REFUSED" in done.stdout and f"{NEW_FULL}: damaged" in done.stdout
+    assert listing(root) == before
+
+
+def test_a_partial_send_blocks_pruning(tmp_path: Path) -> None:
+    root = archive(tmp_path, OLD_FULL, OLD_INC, NEW_FULL)
+    (root / f"{NEW_FULL}.partial").write_bytes(b"half")
+    before = listing(root)
+    code, ds = prune(root, "--yes")
+    assert code == 1 and "partial" in ds["refused"]
+    assert listing(root) == before
+
+
+def test_keeping_two_chains_prunes_nothing(tmp_path: Path) -> None:
+    root = archive(tmp_path, OLD_FULL, OLD_INC, NEW_FULL)
+    code, ds = prune(root, "--keep-chains", "2", "--yes")
+    assert code == 0 and ds["remove"] == []
+    assert len(listing(root)) == 6
+
+
+def test_an_unreadable_archive_is_exit_2(tmp_path: Path) -> None:
+    done = zverify("cold", "prune", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "cannot read archive" in done.stderr
