@@ -7,25 +7,9 @@ import json
 
 import pytest
 
+from tests.zfs.cold_helpers import guid, snap_with_data, zv
+
 pytestmark = pytest.mark.zfs
-
-
-def zv(host, zverify, *args, expect=0):
-    r = host.run([*zverify, *args], timeout=900)
-    assert r.returncode == expect, f"exit {r.returncode}\n{r.stdout}\n{r.stderr[-3000:]}"
-    return json.loads(r.stdout) if "--json" in args else r.stdout
-
-
-def guid(host, name):
-    return host.run(["zfs", "get", "-Hp", "-o", "value", "guid", name], check=True).stdout.strip()
-
-
-def snap_with_data(host, ds, snap, size_kib=64):
-    host.run(
-        ["sh", "-c", f"head -c {size_kib}K /dev/urandom > '{ds.mountpoint}/{snap}.bin'"],
-        check=True,
-    )
-    host.run(["zfs", "snapshot", f"{ds.name}@{snap}"], check=True)
 
 
 @pytest.fixture
