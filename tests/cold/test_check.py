@@ -62,7 +62,8 @@ def restorable(doc: dict[str, Any], dataset: str = "zv/fs") -> dict[str, list[st
 
 def problems(doc: dict[str, Any]) -> set[tuple[str, str]]:
     found = {(p["file"], p["kind"]) for f in doc["files"] for p in f["problems"]}
-    return found | {(p["file"], p["kind"]) for d in doc["datasets"] for p in d["problems"]}
+    found |= {(p["file"], p["kind"]) for d in doc["datasets"] for p in d["problems"]}
+    return found | {(p["file"], p["kind"]) for p in doc["problems"]}
 
 
 def test_intact_chain_restores_every_snapshot(tmp_path: Path) -> None:
@@ -142,6 +143,28 @@ def test_a_name_that_lies_is_reported_and_the_stream_still_counts(tmp_path: Path
     code, doc = check(root)
     assert code == 1 and problems(doc) == {("zv%2Ffs@s7-@s9.zfsinc", "name-mismatch")}
     assert restorable(doc)["s2"] == [FULL_S1, "zv%2Ffs@s7-@s9.zfsinc"]  # by GUID, not name
+
+
+def test_sidecars_must_agree_with_their_streams(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2, INC_S2_S3)
+    size = (root / FULL_S1).stat().st_size
+    good = {"dataset": "zv/fs", "to_guid": guid("s1"), "from_guid": "0", "bytes": size}
+    (root / f"{FULL_S1}.json").write_text(json.dumps({**good, "kind": "full"}))
+    lying = {"bytes": 12, "to_guid": guid("s3"), "snapshots": ["s9"]}
+    (root / f"{INC_S1_S2}.json").write_text(json.dumps(lying))
+    (root / f"{INC_S2_S3}.json").write_text("{not json")
+    (root / "gone.zfsfull.json").write_text("{}")
+    code, doc = check(root)
+    assert code == 1
+    assert problems(doc) == {
+        (INC_S1_S2, "sidecar-mismatch"),
+        (INC_S2_S3, "sidecar-mismatch"),
+        ("gone.zfsfull.json", "sidecar-mismatch"),
+    }
+    (bad,) = [f for f in doc["files"] if f["file"] == INC_S1_S2]
+    message = bad["problems"][0]["message"]
+    assert "bytes 12" in message and f"to_guid '{guid('s3')}'" in message and "snapshots" in message
+    assert set(restorable(doc)) == {"s1", "s2", "s3"}  # a sidecar is never needed to restore
 
 
 def test_dataset_filter_and_raw_chain(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ reported, never opened; `.partial` files (a send that did not finish) are report
 counted as part of a chain; a file name that disagrees with its content is reported.
 """
 
+import json
 import os
 import stat
 from collections.abc import Callable
@@ -27,6 +28,7 @@ class Problem:
     kind: str  # damaged, truncated, not-a-stream, partial, orphan, duplicate, name-mismatch ...
     message: str
     offset: int | None = None
+    dataset: str | None = None  # set for problems of a dataset's chains (orphan, duplicate)
 
 
 @dataclass
@@ -69,6 +71,8 @@ def check_archive(
         entries = sorted(it, key=lambda e: e.name)
     files = [_check_entry(e, progress) for e in entries if not e.name.endswith(SIDECAR)]
     _check_names(files)
+    sidecars = {e.name for e in entries if e.name.endswith(SIDECAR)}
+    stray = _check_sidecars(directory, files, sidecars)
     # a misnamed but intact stream still restores: chains go by GUID, never by name
     archived = [f.archived for f in files if f.archived is not None]
     datasets = sorted({d for a in archived for d in a.datasets})
@@ -81,7 +85,7 @@ def check_archive(
         files,
         plans,
         {d: chains(d, archived) for d in datasets},
-        [p for d in datasets for p in _chain_problems(plans[d])],
+        [p for d in datasets for p in _chain_problems(plans[d])] + stray,
     )
 
 
@@ -169,6 +173,49 @@ def _check_names(files: list[FileReport]) -> None:
             f.problems.append(Problem(f.name, "name-mismatch", message))
 
 
+def _check_sidecars(directory: str, files: list[FileReport], sidecars: set[str]) -> list[Problem]:
+    """A sidecar must agree with its stream; one without a stream is reported.  (Its sha256
+    is for tools without zverify: the stream's own checksums have just covered every byte.)"""
+    for f in files:
+        if f.archived is not None and f.name + SIDECAR in sidecars:
+            f.problems += _sidecar_problems(os.path.join(directory, f.name + SIDECAR), f)
+    streams = {f.name for f in files}
+    return [
+        Problem(name, "sidecar-mismatch", f"its stream {name[: -len(SIDECAR)]} is not here")
+        for name in sorted(sidecars)
+        if name[: -len(SIDECAR)] not in streams
+    ]
+
+
+def _sidecar_problems(path: str, f: FileReport) -> list[Problem]:
+    name = os.path.basename(path)
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read(1 << 20))
+    except (OSError, ValueError) as err:
+        return [Problem(f.name, "sidecar-mismatch", f"{name} cannot be read: {err}")]
+    if not isinstance(doc, dict):
+        return [Problem(f.name, "sidecar-mismatch", f"{name} is not a JSON object")]
+    assert f.archived is not None
+    first, last = f.archived.steps[0], f.archived.steps[-1]
+    actual = {
+        "dataset": last.dataset,
+        "from_guid": str(first.from_guid),
+        "to_guid": str(last.to_guid),
+        "bytes": f.size,
+        "kind": f.kind,
+        "snapshots": [s.snapshot for s in f.archived.steps],
+    }
+    wrong = [
+        f"{key} {doc[key]!r} (the stream: {value!r})"
+        for key, value in actual.items()
+        if key in doc and doc[key] != value
+    ]
+    if not wrong:
+        return []
+    return [Problem(f.name, "sidecar-mismatch", f"{name} says {'; '.join(wrong)}")]
+
+
 def _chain_problems(p: DatasetPlan) -> list[Problem]:
     found = [
         Problem(
@@ -176,11 +223,17 @@ def _chain_problems(p: DatasetPlan) -> list[Problem]:
             "orphan",
             f"{p.dataset}: starts from snapshot GUID {guid}, which no intact file in the "
             "archive ends at: it cannot be restored",
+            dataset=p.dataset,
         )
         for name, guid in p.orphans
     ]
     found += [
-        Problem(name, "duplicate", f"{p.dataset}: holds the same snapshots as {other}")
+        Problem(
+            name,
+            "duplicate",
+            f"{p.dataset}: holds the same snapshots as {other}",
+            dataset=p.dataset,
+        )
         for name, other in p.duplicates
     ]
     return found

@@ -44,9 +44,10 @@ def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
 def check_json(report: ArchiveReport) -> str:
     by_dataset: dict[str, list[Problem]] = {d: [] for d in report.plans}
     for p in report.problems:
-        for d in by_dataset:
-            if p.message.startswith(f"{d}:"):
-                by_dataset[d].append(p)
+        if p.dataset in by_dataset:
+            by_dataset[p.dataset].append(p)
+    # about the archive, not one dataset or file's stream (a sidecar without its stream)
+    loose = [p for p in report.problems if p.dataset not in by_dataset]
     doc = {
         "directory": report.directory,
         "valid": report.exit_code == 0,
@@ -64,6 +65,7 @@ def check_json(report: ArchiveReport) -> str:
             for d, plan in report.plans.items()
         ],
         "files": [_file_doc(f) for f in report.files],
+        "problems": [_problem_doc(p) for p in loose],
     }
     return json.dumps(doc, indent=2) + "\n"
 
