@@ -31,3 +31,15 @@ def snap_with_data(host, ds, snap, size_kib=64):
 def flip_byte(host, path: str, at: int) -> int:
     """Flip one bit of the byte at offset at (negative: from the end); returns the offset."""
     return int(host.run(["python3", "-c", FLIP_BYTE, path, str(at)], check=True).stdout)
+
+
+def assert_same_snapshot(host, zverify, source, target: str, snap: str) -> None:
+    """`zverify compare` of snapshot snap of the source Dataset and of the restored target."""
+    host.run(["zfs", "mount", target], check=True)
+    mnt = host.run(["zfs", "get", "-Hp", "-o", "value", "mountpoint", target], check=True)
+    same = host.run(
+        [*zverify, "compare", "-q", f"{source.mountpoint}/.zfs/snapshot/{snap}",
+         f"{mnt.stdout.strip()}/.zfs/snapshot/{snap}"],
+        timeout=600,
+    )  # fmt: skip
+    assert same.returncode == 0, same.stdout + same.stderr

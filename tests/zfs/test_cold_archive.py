@@ -12,7 +12,7 @@ import shlex
 
 import pytest
 
-from tests.zfs.cold_helpers import flip_byte, guid, snap_with_data, zv
+from tests.zfs.cold_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data, zv
 
 pytestmark = pytest.mark.zfs
 
@@ -92,15 +92,8 @@ def test_seed_scenario_archives_checks_and_restores_all_ten(zfs_host, zverify_in
     ).stdout
     got = {line.split("\t")[0].split("@")[1]: line.split("\t")[1] for line in restored.splitlines()}
     assert got == guids
-    host.run(["zfs", "mount", target], check=True)
-    mnt = host.run(["zfs", "get", "-Hp", "-o", "value", "mountpoint", target], check=True)
     for snap in ("s4", "s9"):
-        same = host.run(
-            [*zverify, "compare", "-q", f"{ds.mountpoint}/.zfs/snapshot/{snap}",
-             f"{mnt.stdout.strip()}/.zfs/snapshot/{snap}"],
-            timeout=600,
-        )  # fmt: skip
-        assert same.returncode == 0, same.stdout + same.stderr
+        assert_same_snapshot(host, zverify, ds, target, snap)
 
 
 def test_a_missing_middle_incremental_stops_what_is_restorable(zfs_host, zverify_in_zfs_host, seed):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.zfs.cold_helpers import guid, snap_with_data, zv
+from tests.zfs.cold_helpers import assert_same_snapshot, guid, snap_with_data, zv
 
 pytestmark = pytest.mark.zfs
 
@@ -60,13 +60,7 @@ def test_seed_scenario_full_then_package_then_bookmark_incremental(
     assert f"restored {target}@s3" in out
     for snap in ("s0", "s1", "s3"):
         assert guid(host, f"{target}@{snap}") == restorable[snap]
-    host.run(["zfs", "mount", target], check=True)
-    same = host.run(
-        [*zverify, "compare", "-q", f"{ds.mountpoint}/.zfs/snapshot/s3",
-         f"/{target}/.zfs/snapshot/s3"],
-        timeout=600,
-    )  # fmt: skip
-    assert same.returncode == 0, same.stdout + same.stderr
+    assert_same_snapshot(host, zverify, ds, target, "s3")
 
 
 def test_restore_refuses_a_damaged_file_before_receiving_anything(
