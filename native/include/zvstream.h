@@ -151,11 +151,13 @@ void zv_stream_close(zv_stream *s);
  * them matched: the next record's trailer (a record with a zero trailer, as
  * in streams older than per-record checksums, is released on framing alone,
  * which is all the kernel checks either), an END's checksum, or a following
- * BEGIN.  Held bytes are written at the start of the next record, that is
- * only after the caller has seen every event of the record that verified
- * them: a caller that judges an event bad calls zv_stream_stop_relay() and
- * nothing more is ever written.  Any problem event stops the relay too.
- * Memory: the held bytes are at most one record (a BEGIN payload included).
+ * BEGIN.  Held bytes are written at the start of a later record (in
+ * batches of 1 MiB, and all of them at a clean end of input), that is only
+ * after the caller has seen every event of the record that verified them: a
+ * caller that judges an event bad calls zv_stream_stop_relay() and nothing
+ * more is ever written.  Any problem event stops the relay too.
+ * Memory: the held bytes are at most 1 MiB and one record (a BEGIN payload
+ * included).
  */
 void zv_stream_stop_relay(zv_stream *s);
 

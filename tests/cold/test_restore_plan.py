@@ -100,8 +100,8 @@ def test_a_file_changed_since_checking_is_stopped_before_its_bad_record(
     path.write_bytes(bytes(data))
     with pytest.raises(UnrestorableError, match=r"changed since it was checked at byte \d+"):
         receive_file(str(path), "tank/r", ["earlier.zfsfull"])
-    fed = got.read_bytes()
-    assert 0 < len(fed) <= flip, "the receive saw the damaged byte"
+    fed = got.read_bytes() if got.exists() else b""  # killed before it even opened it
+    assert len(fed) <= flip, "the receive saw the damaged byte"  # (relayed in 1 MiB batches)
     assert fed == bytes(data[: len(fed)])
 
 

@@ -241,7 +241,7 @@ def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
     done = zv(host, zverify, "cold", "prune", "--json", "--yes", "--trial-receive", scratch, arch)
     (d,) = done["datasets"]
     assert d["deleted"] == old
-    assert sorted(d["bookmarks_released"]) == sorted(
+    assert sorted(d["released"]) == sorted(
         f"{ds.name}#zverify-{s}" for s in ("s0", "s1", "s2", "s9")
     )
     assert host.run(["zfs", "list", scratch]).returncode != 0  # the trial was destroyed
@@ -277,3 +277,30 @@ def test_encrypted_raw_and_compressed_sends_restore_by_guid(
     if kind == "raw":  # still encrypted, with no key loaded: received raw
         enc = host.run(["zfs", "get", "-Hp", "-o", "value", "encryption", target], check=True)
         assert enc.stdout.strip() == "aes-256-gcm"
+
+
+def test_hold_moves_forward_and_prune_releases_it(zfs_host, zfs_pool, zverify_in_zfs_host):
+    host, zverify = zfs_host, zverify_in_zfs_host
+    ds = zfs_pool.dataset("held")
+
+    def holds(snap: str) -> str:
+        return host.run(["zfs", "holds", "-H", f"{ds.name}@{snap}"], check=True).stdout
+
+    for snap in ("h0", "h1"):
+        snap_with_data(host, ds, snap)
+    cold = "/root/held"
+    host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
+    first = zv(
+        host, zverify, "cold", "send", "-q", "--json", "--hold", "--snapshot", "h0", ds.name, cold
+    )
+    assert first["sent"]["hold"] == f"{ds.name}@h0" and "zverify-cold" in holds("h0")
+    zv(host, zverify, "cold", "send", "-q", "--hold", ds.name, cold)
+    assert "zverify-cold" in holds("h1") and "zverify-cold" not in holds("h0")  # moved on
+    refused = host.run(["zfs", "destroy", f"{ds.name}@h1"])
+    assert refused.returncode != 0  # the base of the next incremental cannot be destroyed
+    snap_with_data(host, ds, "h2")
+    zv(host, zverify, "cold", "send", "-q", "--hold", "--full", ds.name, cold)
+    done = zv(host, zverify, "cold", "prune", "-q", "--json", "--yes", cold)
+    (d,) = done["datasets"]
+    assert d["released"] == [f"{ds.name}@h1 (hold zverify-cold)"]
+    assert "zverify-cold" not in holds("h1") and "zverify-cold" in holds("h2")

@@ -60,6 +60,12 @@ def send(
     compressed: Annotated[bool, typer.Option("--compressed", help="zfs send -c.")] = False,
     large_block: Annotated[bool, typer.Option("--large-block", help="zfs send -L.")] = False,
     embed: Annotated[bool, typer.Option("--embed", help="zfs send -e.")] = False,
+    hold: Annotated[
+        bool,
+        typer.Option(
+            "--hold", help="Keep the base with a user hold (zverify-cold), not a bookmark."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
@@ -78,9 +84,10 @@ def send(
     options = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
     flags = [FLAGS[k] for k, on in options.items() if on]
     with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
-        sent = send_to_archive(dataset, directory, chosen, flags, hook)
+        sent = send_to_archive(dataset, directory, chosen, flags, hook, hold)
+    kept_by = "hold" if hold else "bookmark"
     doc = {"sent": {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256,
-                    "bookmark": sent.bookmark}, "reason": chosen.reason}  # fmt: skip
+                    kept_by: sent.keeper}, "reason": chosen.reason}  # fmt: skip
     _say(as_json, doc, f"archived {sent.name}: {sent.bytes:,} bytes ({chosen.reason})")
     return 0
 
@@ -195,5 +202,5 @@ def _prune_one(
     if scratch is not None:
         cold_prune.trial_receive(directory, report, d, scratch)
     deleted = cold_prune.delete_files(directory, d)
-    released, note = cold_prune.release_bookmarks(d)
-    return {"deleted": deleted, "bookmarks_released": released, "note": note}
+    released, note = cold_prune.release_keepers(d)
+    return {"deleted": deleted, "released": released, "note": note}

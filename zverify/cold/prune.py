@@ -158,23 +158,34 @@ def delete_files(directory: str, decision: DatasetPrune) -> list[str]:
     return deleted
 
 
-def release_bookmarks(decision: DatasetPrune) -> tuple[list[str], str | None]:
-    """Destroy the bookmarks `cold send` made (#zverify-SNAP) of snapshots no kept chain
-    holds.  Returns (destroyed, why not) — why not when the dataset is not on this host."""
-    from zverify.cold.send import BOOKMARK_PREFIX
+def release_keepers(decision: DatasetPrune) -> tuple[list[str], str | None]:
+    """Destroy the bookmarks (#zverify-SNAP) and release the holds (tag zverify-cold) that
+    `cold send` made on snapshots no kept chain holds.  Returns (what was released, why not)
+    — why not when the dataset is not on this host (an archive pruned where it is stored)."""
+    from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
     from zverify.errors import ZfsError
     from zverify.zfs import inventory, lzc
 
     try:
         present = inventory.snapshots(decision.dataset)
     except ZfsError as err:
-        return [], f"bookmarks not released: {decision.dataset} is not reachable here ({err})"
+        return [], f"bookmarks and holds not released: {decision.dataset} is not reachable ({err})"
     lost = {r.guid for r in decision.lost}
-    ours = [
-        s.full_name(decision.dataset)
-        for s in present
-        if s.bookmark and s.name.startswith(BOOKMARK_PREFIX) and s.guid in lost
+    mine = [s for s in present if s.guid in lost]
+    bookmarks = [
+        s.full_name(decision.dataset).encode()
+        for s in mine
+        if s.bookmark and s.name.startswith(BOOKMARK_PREFIX)
     ]
-    if ours:
-        lzc.call("lzc_destroy_bookmarks", [b.encode() for b in ours])
-    return ours, None
+    if bookmarks:
+        lzc.call("lzc_destroy_bookmarks", bookmarks)
+    held = [
+        s.full_name(decision.dataset).encode()
+        for s in mine
+        if not s.bookmark
+        and HOLD_TAG.encode() in lzc.call("lzc_get_holds", s.full_name(decision.dataset).encode())
+    ]
+    if held:
+        lzc.call("lzc_release", {name: [HOLD_TAG.encode()] for name in held})
+    released = [n.decode() for n in bookmarks] + [f"{n.decode()} (hold {HOLD_TAG})" for n in held]
+    return released, None

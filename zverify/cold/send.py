@@ -1,19 +1,20 @@
 """send_to_archive(): one `zfs send` into an archive file, proven before it is kept.
 
 The stream is written to NAME.partial (created exclusively: two senders never share a file)
-by `tee` while the C scanner validates the same bytes; only when `zfs send` and `tee`
-succeeded, the stream is valid, its GUIDs are the ones planned and the file holds every byte
-scanned, the file is fsynced, renamed into place and its directory fsynced.  Then a sidecar
-NAME.json (for people; the stream never needs it) and a bookmark of the sent snapshot, which
-keeps the base of the next incremental alive at no space cost.  Any failure removes the
-.partial this run made and raises ColdError: nothing half-written ever looks like a stream.
+by the C scanner's relay as it validates the bytes (each written once verified); only when
+`zfs send` and the writes succeeded, the stream is valid, its GUIDs are the ones planned and
+the file holds every byte scanned, the file is fsynced, renamed into place and its directory
+fsynced.  Then a sidecar NAME.json (for people; the stream never needs it) and a bookmark of
+the sent snapshot, which keeps the base of the next incremental alive at no space cost (or,
+with hold, a user hold on the snapshot itself, moved forward from the previous base).  Any
+failure removes the .partial this run made and raises ColdError: nothing half-written ever
+looks like a stream.
 """
 
 import contextlib
 import hashlib
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from zverify.sendstream.validate import StreamReport, verify_stream
 from zverify.zfs import command, lzc
 
 BOOKMARK_PREFIX = "zverify-"
+HOLD_TAG = "zverify-cold"  # `zfs holds` shows it on the snapshot kept for the next incremental
 FLAGS = {"raw": "-w", "compressed": "-c", "large_block": "-L", "embed": "-e"}
 
 
@@ -34,7 +36,7 @@ class SentFile:
     name: str
     bytes: int
     sha256: str
-    bookmark: str
+    keeper: str  # what keeps the base of the next incremental: a bookmark or a held snapshot
 
 
 def send_to_archive(
@@ -43,6 +45,7 @@ def send_to_archive(
     plan: SendPlan,
     flags: list[str],
     progress: Callable[[int], None] | None = None,
+    hold: bool = False,
 ) -> SentFile:
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
@@ -63,8 +66,8 @@ def send_to_archive(
         raise
     fsync_dir(directory)
     _write_sidecar(final, dataset, plan, argv, report, digest)
-    bookmark = _bookmark(dataset, plan.to.name)
-    return SentFile(name, report.size, digest, bookmark)
+    keeper = _hold(dataset, plan) if hold else _bookmark(dataset, plan.to.name)
+    return SentFile(name, report.size, digest, keeper)
 
 
 def _send_argv(dataset: str, plan: SendPlan, flags: list[str]) -> list[str]:
@@ -89,23 +92,26 @@ def _create_exclusive(path: str) -> None:
 def _send_and_validate(
     argv: list[str], partial: str, progress: Callable[[int], None] | None
 ) -> StreamReport:
+    """The scanner reads `zfs send` and relays what it verified into the partial file: one
+    pass, no second copy; a stream that goes bad stops being written at its bad record."""
     zfs = command.popen(argv)
     assert zfs.stdout is not None
-    tee = subprocess.Popen(
-        ["tee", "--", partial], stdin=zfs.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    zfs.stdout.close()  # tee owns it now: zfs gets SIGPIPE if tee dies
-    assert tee.stdout is not None
     try:
-        report = verify_stream(tee.stdout.fileno(), progress=progress)
+        out = os.open(partial, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        try:
+            report = verify_stream(zfs.stdout.fileno(), progress=progress, relay_to=out)
+        finally:
+            os.close(out)
     finally:
-        tee.stdout.close()
-        tee_err = tee.communicate()[1].decode(errors="replace")
+        zfs.stdout.close()  # zfs gets SIGPIPE if the scan stopped early
         zfs_err = zfs.communicate()[1].decode(errors="replace")
+    written = next((p for p in report.problems if p.code == "relay"), None)
+    if written is not None:
+        raise ColdError(f"writing {partial} failed: {written.message}")
     if zfs.returncode != 0:
         raise ColdError(f"`zfs {' '.join(argv)}` failed (exit {zfs.returncode}): {zfs_err}")
-    if tee.returncode != 0:
-        raise ColdError(f"writing {partial} failed: {tee_err.strip() or 'tee failed'}")
+    if report.valid and report.relayed != report.size:
+        raise ColdError(f"{partial}: {report.relayed} of {report.size} bytes written")
     return report
 
 
@@ -169,6 +175,19 @@ def _bookmark(dataset: str, snapshot: str) -> str:
     if not lzc.call("lzc_exists", bookmark.encode()):
         lzc.call("lzc_bookmark", {bookmark.encode(): f"{dataset}@{snapshot}".encode()})
     return bookmark
+
+
+def _hold(dataset: str, plan: SendPlan) -> str:
+    """Hold the sent snapshot with HOLD_TAG, then release the tag from the base it moves on
+    from (the hold moves forward; `cold prune` releases the ones of removed chains)."""
+    snapshot = f"{dataset}@{plan.to.name}"
+    if HOLD_TAG.encode() not in lzc.call("lzc_get_holds", snapshot.encode()):
+        lzc.call("lzc_hold", {snapshot.encode(): HOLD_TAG.encode()})
+    if plan.base is not None and not plan.base.bookmark:
+        base = plan.base.full_name(dataset).encode()
+        if HOLD_TAG.encode() in lzc.call("lzc_get_holds", base):
+            lzc.call("lzc_release", {base: [HOLD_TAG.encode()]})
+    return snapshot
 
 
 def _fsync(path: str) -> None:

@@ -126,8 +126,8 @@ def prune_text(decisions: list[DatasetPrune], actions: dict[str, dict[str, Any]]
         lines += [f"    {name}" for name in d.files]
         lost = ", ".join(f"@{r.snapshot}" for r in d.lost)
         lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
-        for name in done.get("bookmarks_released") or []:
-            lines.append(f"  released bookmark {name}")
+        for name in done.get("released") or []:
+            lines.append(f"  released {name}")
         if done.get("note"):
             lines.append(f"  {done['note']}")
     if not yes and any(d.files and not d.refused for d in decisions):

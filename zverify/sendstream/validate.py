@@ -341,7 +341,7 @@ def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
         return "io", "out of memory for the BEGIN payload: its contents cannot be checked"
     if ev.code == _zvcore.SP_RELAY:
         why = os.strerror(ev.errno)
-        return "io", f"could not pass the stream on after {d[0]} verified bytes: {why}"
+        return "relay", f"could not pass the stream on after {d[0]} verified bytes: {why}"
     return "internal", f"scanner problem code {ev.code}"
 
 
