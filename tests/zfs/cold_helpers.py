@@ -35,7 +35,9 @@ def flip_byte(host, path: str, at: int) -> int:
 
 def assert_same_snapshot(host, zverify, source, target: str, snap: str) -> None:
     """`zverify compare` of snapshot snap of the source Dataset and of the restored target."""
-    host.run(["zfs", "mount", target], check=True)
+    mounted = host.run(["zfs", "get", "-H", "-o", "value", "mounted", target], check=True)
+    if mounted.stdout.strip() != "yes":
+        host.run(["zfs", "mount", target], check=True)
     mnt = host.run(["zfs", "get", "-Hp", "-o", "value", "mountpoint", target], check=True)
     same = host.run(
         [*zverify, "compare", "-q", f"{source.mountpoint}/.zfs/snapshot/{snap}",
