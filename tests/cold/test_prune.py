@@ -107,3 +107,18 @@ def test_keeping_two_chains_prunes_nothing(tmp_path: Path) -> None:
 def test_an_unreadable_archive_is_exit_2(tmp_path: Path) -> None:
     done = zverify("cold", "prune", str(tmp_path / "missing"))
     assert done.returncode == 2 and "cannot read archive" in done.stderr
+
+
+def test_an_archive_with_only_a_damaged_file_is_refused_not_ok(tmp_path: Path) -> None:
+    """No chain at all (the damaged full's dataset cannot be trusted): still a refusal."""
+    root = archive(tmp_path, OLD_FULL)
+    data = bytearray((root / OLD_FULL).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (root / OLD_FULL).write_bytes(bytes(data))
+    done = zverify("cold", "prune", "--json", "--yes", str(root))
+    assert done.returncode == 1, done.stdout + done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["datasets"] == [] and f"{OLD_FULL}: damaged" in doc["refused"]
+    text = zverify("cold", "prune", str(root))
+    assert text.returncode == 1 and "REFUSED" in text.stdout
+    assert (root / OLD_FULL).exists()

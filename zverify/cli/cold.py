@@ -183,14 +183,15 @@ def prune(
     with byte_progress(wanted(quiet or as_json), "verifying", None) as hook:
         report = _read_archive(directory, dataset, lambda _name, n: hook(n))
     decisions = cold_prune.plan_prune(report, keep_chains)
+    why_not = cold_prune.blocked(report)
     acting = [d for d in decisions if d.files and d.refused is None]
     actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
     if yes:
         for d in acting:
             actions[d.dataset] = _prune_one(directory, report, d, trial_receive)
     render = cold_report.prune_json if as_json else cold_report.prune_text
-    sys.stdout.write(render(decisions, actions, yes))
-    refused = 1 if any(d.refused for d in decisions) else 0
+    sys.stdout.write(render(decisions, actions, yes, why_not))
+    refused = 1 if why_not or any(d.refused for d in decisions) else 0
     return exitcodes.worst([report.exit_code if refused else 0, refused])
 
 

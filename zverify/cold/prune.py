@@ -39,23 +39,28 @@ class DatasetPrune:
     refused: str | None = None
 
 
-def blocking_problems(report: ArchiveReport) -> list[Problem]:
-    return [p for p in report.all_problems if p.kind in BLOCKING]
+def blocked(report: ArchiveReport) -> str | None:
+    """Why nothing in the archive may be pruned now, or None.  It holds for the archive as a
+    whole, even with no chain at all (a damaged file's dataset may be unknown)."""
+    blockers: list[Problem] = [p for p in report.all_problems if p.kind in BLOCKING]
+    if not blockers:
+        return None
+    listed = "; ".join(f"{p.file}: {p.kind}" for p in blockers[:5])
+    return (
+        f"the archive has problems that may touch a kept chain ({listed}"
+        f"{', ...' if len(blockers) > 5 else ''}): nothing is deleted until "
+        "`zverify cold check` is clean"
+    )
 
 
 def plan_prune(report: ArchiveReport, keep_chains: int) -> list[DatasetPrune]:
     archived = [f.archived for f in report.files if f.archived is not None]
-    blockers = blocking_problems(report)
+    why_not = blocked(report)
     out = []
     for dataset, found in sorted(report.chains.items()):
         decision = _plan_dataset(dataset, found, archived, report, keep_chains)
-        if blockers:  # even with nothing to delete: "prune is safe now" would be false
-            listed = "; ".join(f"{p.file}: {p.kind}" for p in blockers[:5])
-            decision.refused = (
-                f"the archive has problems that may touch a kept chain ({listed}"
-                f"{', ...' if len(blockers) > 5 else ''}): nothing is deleted until "
-                "`zverify cold check` is clean"
-            )
+        if why_not:  # even with nothing to delete: "prune is safe now" would be false
+            decision.refused = why_not
         out.append(decision)
     return out
 

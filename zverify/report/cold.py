@@ -104,8 +104,13 @@ def _problem_doc(p: Problem) -> dict[str, Any]:
 # -- prune ----------------------------------------------------------------------------------
 
 
-def prune_text(decisions: list[DatasetPrune], actions: dict[str, dict[str, Any]], yes: bool) -> str:
-    lines = []
+def prune_text(
+    decisions: list[DatasetPrune],
+    actions: dict[str, dict[str, Any]],
+    yes: bool,
+    blocked: str | None = None,
+) -> str:
+    lines = [] if decisions or not blocked else [f"REFUSED: {blocked}; nothing deleted"]
     for d in decisions:
         kept = ", ".join(c.full for c in d.keep) or "none"
         lines.append(f"{d.dataset}: keeping {len(d.keep)} chain(s) from {kept}")
@@ -135,9 +140,15 @@ def prune_text(decisions: list[DatasetPrune], actions: dict[str, dict[str, Any]]
     return "\n".join(lines) + "\n"
 
 
-def prune_json(decisions: list[DatasetPrune], actions: dict[str, dict[str, Any]], yes: bool) -> str:
+def prune_json(
+    decisions: list[DatasetPrune],
+    actions: dict[str, dict[str, Any]],
+    yes: bool,
+    blocked: str | None = None,
+) -> str:
     doc = {
         "dry_run": not yes,
+        "refused": blocked,
         "datasets": [
             {
                 "dataset": d.dataset,
