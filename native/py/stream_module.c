@@ -3,7 +3,8 @@
  * zverify._zvcore by zv_py_stream_init() (called from zvcore_module.c).
  *
  * StreamScanner(fd, *, buffer_size=0, nvlist_max=0, progress_every=0,
- * relay_fd=-1) is an iterator of StreamEvent values (see zvstream.h for what each field means).
+ * relay_fd=-1) is an iterator of StreamEvent values (see zvstream.h for what
+ * each field means, and for the relay).
  * Scanning happens with the GIL released; it is retaken once per event,
  * and events are rare (BEGIN, END, problems, progress), so the hot loop
  * never touches Python.  fletcher4(data, state, big_endian) exposes the

@@ -286,7 +286,7 @@ def _scan(
     scanner = _zvcore.StreamScanner(fd, progress_every=every, relay_fd=relay)
     for ev in _events(scanner):
         check.event(ev)
-        if report.problems or report.problems_dropped or not report.readable:
+        if not report.valid:
             scanner.stop_relay()  # the record is judged bad here, before its bytes go on
         if progress:
             progress(ev.bytes)

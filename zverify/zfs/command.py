@@ -54,15 +54,19 @@ def dataset_properties(dataset: str) -> dict[str, str] | None:
     return props
 
 
-def _run(
-    program: str, args: tuple[str, ...], timeout: float | None, stdin: IO[bytes] | None = None
-) -> str:
+def _argv(program: str, args: tuple[str, ...] | list[str]) -> list[str]:
+    """The full command line; raises ZfsError when the program is not installed."""
     path = shutil.which(program)
     argv = [path or program, *args]
     if path is None:
         raise ZfsError(argv, None, f"`{program}` not found on PATH (is OpenZFS installed?)")
+    return argv
+
+
+def _run(program: str, args: tuple[str, ...], timeout: float | None) -> str:
+    argv = _argv(program, args)
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False, stdin=stdin)
+        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise ZfsError(argv, None, f"no answer within {timeout} s") from None
     except OSError as err:
@@ -73,18 +77,19 @@ def _run(
     return stdout
 
 
-def popen(args: list[str]) -> "subprocess.Popen[bytes]":
-    """`zfs ARGS` started with its stdout as a pipe (for `zfs send`); the caller waits and
-    checks its exit status.  Raises ZfsError when zfs cannot be started."""
-    path = shutil.which("zfs")
-    if path is None:
-        raise ZfsError(["zfs", *args], None, "`zfs` not found on PATH (is OpenZFS installed?)")
+def popen(
+    args: list[str],
+    stdin: int | IO[bytes] = subprocess.DEVNULL,
+    stdout: int | IO[bytes] = subprocess.PIPE,
+    stderr: int | IO[bytes] = subprocess.PIPE,
+) -> "subprocess.Popen[bytes]":
+    """`zfs ARGS` started (by default with its stdout as a pipe, for `zfs send`); the caller
+    waits and checks its exit status.  Raises ZfsError when zfs cannot be started."""
+    argv = _argv("zfs", args)
     try:
-        return subprocess.Popen(
-            [path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
-        )
+        return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr)
     except OSError as err:
-        raise ZfsError([path, *args], None, err.strerror or str(err)) from None
+        raise ZfsError(argv, None, err.strerror or str(err)) from None
 
 
 @contextlib.contextmanager
@@ -96,15 +101,9 @@ def receiving(target: str) -> Iterator[int]:
     failure).  On an exception the receive is killed *before* its input ends, so that it can
     never take what it got for a complete stream; a receive killed midway applies nothing.
     """
-    path = shutil.which("zfs")
-    argv = [path or "zfs", "receive", "-u", target]
-    if path is None:
-        raise ZfsError(argv, None, "`zfs` not found on PATH (is OpenZFS installed?)")
+    args = ["receive", "-u", target]
     with tempfile.TemporaryFile() as errors:
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=errors, stderr=errors)
-        except OSError as err:
-            raise ZfsError(argv, None, err.strerror or str(err)) from None
+        proc = popen(args, stdin=subprocess.PIPE, stdout=errors, stderr=errors)
         assert proc.stdin is not None
         try:
             yield proc.stdin.fileno()
@@ -117,4 +116,5 @@ def receiving(target: str) -> Iterator[int]:
         code = proc.wait()
         if code != 0:
             errors.seek(0)
-            raise ZfsError(argv, code, errors.read().decode("utf-8", "replace").strip())
+            stderr = errors.read().decode("utf-8", "replace").strip()
+            raise ZfsError(["zfs", *args], code, stderr)
