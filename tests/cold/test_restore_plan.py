@@ -1,7 +1,6 @@
 """`cold restore` planning, verification and its sh script, on the host (no ZFS needed until
 the receives, which tests/zfs/test_cold_send.py runs for real)."""
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify
+from tests.cold import fakezfs
 from zverify.cold.check import check_archive
 from zverify.cold.restore import plan_restore, receive_file, verify_files
 from zverify.errors import ColdError, UnrestorableError, ZfsError
@@ -72,11 +72,8 @@ def test_script_receives_in_order_and_quotes(cold: Path, tmp_path: Path) -> None
 def fake_receive(mp: pytest.MonkeyPatch, tmp_path: Path, exit_code: int = 0) -> Path:
     """A `zfs` whose receive stores what it was fed: fault injection at the command boundary
     (the real receives are in tests/zfs/test_cold_send.py)."""
-    bindir, got = tmp_path / "bin", tmp_path / "received"
-    bindir.mkdir()
-    (bindir / "zfs").write_text(f"#!/bin/sh\ncat > '{got}'\nexit {exit_code}\n")
-    (bindir / "zfs").chmod(0o755)
-    mp.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    got = tmp_path / "received"
+    fakezfs.install(mp, tmp_path, f"cat > '{got}'\nexit {exit_code}\n")
     return got
 
 

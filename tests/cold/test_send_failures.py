@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cold import fakezfs
 from zverify.cold.plan import SendPlan
 from zverify.cold.send import send_to_archive
 from zverify.errors import ColdError
@@ -23,13 +24,8 @@ def fake_zfs(
     mp: pytest.MonkeyPatch, tmp_path: Path, fixture: str, exit_code: int, head: int | None = None
 ) -> None:
     """A `zfs` that writes (part of) a real stream to stdout, then exits with exit_code."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
     cat = f"head -c {head} '{STREAMS / fixture}'" if head else f"cat '{STREAMS / fixture}'"
-    script = f"#!/bin/sh\n{cat}\necho 'zfs: simulated failure' >&2\nexit {exit_code}\n"
-    (bindir / "zfs").write_text(script)
-    (bindir / "zfs").chmod(0o755)
-    mp.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    fakezfs.install(mp, tmp_path, f"{cat}\necho 'zfs: simulated failure' >&2\nexit {exit_code}\n")
 
 
 def plan_full_s1() -> SendPlan:
