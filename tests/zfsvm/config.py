@@ -29,9 +29,12 @@ BASE_PACKAGES = (
     "kmod udev procps python3 rsync attr acl libxxhash0 coreutils findutils util-linux e2fsprogs"
 )
 # Kernel 6.1 with headers for dkms, plus the userland; zfs-dkms comes after so
-# its postinst finds the headers.
+# its postinst finds the headers.  sanoid (for syncoid, the replication tool the cutover
+# tests migrate with) is installed with zfsutils-linux so that apt picks that for its
+# "zfs-fuse | zfsutils-linux" dependency.
 KERNEL_PACKAGES = (
     "linux-image-amd64 linux-headers-amd64 dkms build-essential zfsutils-linux python3-pyzfs"
+    " sanoid"
 )
 ZFS_PACKAGES = "zfs-dkms"
 
