@@ -1,4 +1,4 @@
-"""The only module that runs the `zfs` and `zpool` commands.
+"""The only module that runs the `zfs` and `zpool` commands (and mounts snapshots).
 
 Always with -H -p where the command takes them (tab-separated, exact numbers) and with a
 timeout.  Two ways to call, chosen by what the answer is for:
@@ -52,6 +52,19 @@ def dataset_properties(dataset: str) -> dict[str, str] | None:
         name, _, value = line.partition("\t")
         props[name] = value
     return props
+
+
+@contextlib.contextmanager
+def mounted_snapshot(snapshot: str) -> Iterator[str]:
+    """A read-only mount of snapshot (`pool/ds@name`) on a new temporary directory, for a
+    dataset that is not mounted itself (so `.zfs/snapshot` is out of reach); unmounted
+    after.  A snapshot cannot change, so mounting it changes nothing on the pool."""
+    with tempfile.TemporaryDirectory(prefix="zverify-snap-") as where:
+        _run("mount", ("-t", "zfs", "-o", "ro", snapshot, where), TIMEOUT)
+        try:
+            yield where
+        finally:
+            _run("umount", (where,), TIMEOUT)
 
 
 def _argv(program: str, args: tuple[str, ...] | list[str]) -> list[str]:
