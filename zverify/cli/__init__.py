@@ -14,7 +14,7 @@ import traceback
 import typer
 
 from zverify import __version__, exitcodes
-from zverify.cli import compare
+from zverify.cli import compare, cutover
 from zverify.cli.cold import app as cold_app
 from zverify.cli.stream import app as stream_app
 from zverify.errors import ZverifyError
@@ -28,6 +28,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command(name="compare")(compare.compare)
+app.command(name="cutover")(cutover.cutover)
 app.add_typer(stream_app, name="stream")
 app.add_typer(cold_app, name="cold")
 

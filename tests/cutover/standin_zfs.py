@@ -1,0 +1,66 @@
+"""A stand-in `zfs` answering the listing commands of `zverify cutover` from a JSON state
+file (env ZV_STANDIN_STATE), for the failure and race cases that real ZFS in the VM cannot
+make on demand (tests/zfs/test_cutover.py covers the real ones).
+
+State: {"datasets": {name: {prop: [value, source]}}, "snapshots": {dataset: [[name, guid,
+txg, userrefs]]}, "written": {"ds@snap": bytes}, "snapshot_later": {dataset: [...]}}:
+snapshot_later replaces a dataset's snapshots from the second listing on (a snapshot taken
+while zverify was checking)."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    path = os.environ["ZV_STANDIN_STATE"]
+    with open(path) as f:
+        state = json.load(f)
+    root = argv[-1]
+    if argv[0] == "get" and argv[-2] == "all":
+        return _props(state, root, "-r" in argv)
+    if argv[0] == "list" and "snapshot" in argv:
+        return _snapshots(state, root, "-r" in argv, _count(path, "list"))
+    if argv[0] == "get" and argv[-2].startswith("written@"):
+        print(state["written"][f"{root}@{argv[-2].partition('@')[2]}"])
+        return 0
+    print(f"standin zfs: unexpected {argv}", file=sys.stderr)
+    return 1
+
+
+def _under(name: str, root: str, recursive: bool) -> bool:
+    return name == root or (recursive and name.startswith(root + "/"))
+
+
+def _props(state: dict, root: str, recursive: bool) -> int:
+    if root not in state["datasets"]:
+        print(f"cannot open '{root}': dataset does not exist", file=sys.stderr)
+        return 1
+    for name, props in sorted(state["datasets"].items()):
+        if _under(name, root, recursive):
+            for prop, (value, source) in props.items():
+                print(f"{name}\t{prop}\t{value}\t{source}")
+    return 0
+
+
+def _snapshots(state: dict, root: str, recursive: bool, call: int) -> int:
+    snapshots = dict(state["snapshots"])
+    if call > 2:  # one listing per side before the re-check
+        snapshots.update(state.get("snapshot_later", {}))
+    for ds, snaps in sorted(snapshots.items()):
+        if _under(ds, root, recursive):
+            for name, guid, txg, refs in snaps:
+                print(f"{ds}@{name}\t{guid}\t{txg}\t{refs}")
+    return 0
+
+
+def _count(path: str, what: str) -> int:
+    counter = f"{path}.{what}"
+    n = int(Path(counter).read_text()) + 1 if os.path.exists(counter) else 1
+    Path(counter).write_text(str(n))
+    return n
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

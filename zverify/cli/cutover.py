@@ -1,0 +1,69 @@
+"""`zverify cutover SRC DST`: is the replica ready for the old pool to be destroyed?"""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from zverify.errors import UsageError
+
+
+def cutover(
+    src: Annotated[str, typer.Argument(help="The source dataset (pool/set, or a pool).")],
+    dst: Annotated[str, typer.Argument(help="Its replica.")],
+    recursive: Annotated[
+        bool, typer.Option("--recursive", "-r", help="Every descendant too, paired by path.")
+    ] = False,
+    content: Annotated[
+        bool, typer.Option("--content", help="Read the latest common snapshot on both sides.")
+    ] = False,
+    snapshots: Annotated[
+        str, typer.Option(help="latest: the newest must be common; all: every one.")
+    ] = "latest",
+    expect: Annotated[
+        list[str] | None,
+        typer.Option(metavar="PROP=VALUE", help="An intended value on the replica (repeatable)."),
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="A dataset only on the replica fails too.")
+    ] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="List what was written on the source (zfs diff).")
+    ] = False,
+    threads: Annotated[
+        int | None, typer.Option(help="Hashing threads per tree for --content.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> int:
+    """Check a replica before the cutover: exit 0 READY, 1 NOT READY (every reason listed),
+    2 could not check.  Read-only."""
+    from zverify.cutover.gather import CutoverOptions, check_cutover
+    from zverify.progress import entry_progress, wanted
+    from zverify.report import cutover as report
+
+    if snapshots not in ("latest", "all"):
+        raise UsageError(f"--snapshots must be latest or all, not {snapshots!r}")
+    options = CutoverOptions(
+        recursive=recursive,
+        content=content,
+        strict=strict,
+        all_snapshots=snapshots == "all",
+        explain=explain,
+        expect=_expectations(expect or []),
+        threads=threads,
+    )
+    with entry_progress(wanted(quiet or as_json) and content, "reading") as hook:
+        result = check_cutover(src, dst, options, hook)
+    sys.stdout.write((report.render_json if as_json else report.render_text)(result))
+    return result.exit_code
+
+
+def _expectations(pairs: list[str]) -> dict[str, str]:
+    expect = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--expect takes PROP=VALUE, not {pair!r}")
+        expect[name] = value
+    return expect

@@ -1,0 +1,172 @@
+"""--content: read the latest common snapshot back on both sides and compare it.
+
+Equal GUIDs promise equal content; reading proves the replica's blocks actually come back
+off the new pool before the only other copy is destroyed.  A filesystem's snapshot is
+compared file by file by the `zverify compare` engine (full profile); a volume's data is
+compared byte for byte from its device, which holds the common snapshot only when nothing
+was written since (written@ is 0 on both sides; the re-check at the end catches a write
+during the read).  A read error is `content-error`: unverified, never READY.
+"""
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+from zverify.compare.diffs import Difference
+from zverify.compare.policy import ComparePolicy
+from zverify.compare.result import CompareResult
+from zverify.compare.trees import compare_trees
+from zverify.cutover.checks import Pair, Written
+from zverify.cutover.findings import Finding, Severity
+from zverify.cutover.snapshots import Common
+from zverify.errors import ZverifyError
+from zverify.pathnames import for_terminal
+from zverify.zfs import command
+from zverify.zfs.inventory import Dataset
+
+SHOWN = 10  # differences listed in one finding
+CHUNK = 1 << 20
+ProgressHook = Callable[[int, int], None]
+
+
+def compare_content(
+    pair: Pair,
+    common: Common,
+    written: tuple[Written, Written],
+    threads: int | None,
+    progress: ProgressHook | None = None,
+) -> list[Finding]:
+    assert pair.dst is not None
+    try:
+        if pair.src.type == "volume":
+            return _volumes(pair, common, written)
+        with (
+            _snapshot_dir(pair.src, common.src.name) as a,
+            _snapshot_dir(pair.dst, common.dst.name) as b,
+        ):
+            result = compare_trees(a, b, ComparePolicy(), threads=threads, progress=progress)
+    except ZverifyError as err:
+        return [_error(pair, common, str(err))]
+    return _findings(pair.src.name, common, result)
+
+
+@contextlib.contextmanager
+def _snapshot_dir(ds: Dataset, snapshot: str) -> Iterator[str]:
+    """The snapshot's directory: under .zfs of the mounted dataset (reached even when
+    snapdir=hidden), else a read-only mount of the snapshot itself."""
+    if ds.value("mounted") == "yes":
+        yield os.path.join(ds.value("mountpoint"), ".zfs", "snapshot", snapshot)
+    else:
+        with command.mounted_snapshot(f"{ds.name}@{snapshot}") as where:
+            yield where
+
+
+def _findings(dataset: str, common: Common, result: CompareResult) -> list[Finding]:
+    where = f"@{common.src.name}"
+    if result.unverified:
+        bad = result.unverified
+        return [
+            Finding(
+                "content-error",
+                Severity.UNVERIFIED,
+                dataset,
+                f"{len(bad)} entr{'y' if len(bad) == 1 else 'ies'} of {where} could not "
+                f"be read back and compared: {_listed(bad)}",
+                {"entries": [_entry(d) for d in bad[:SHOWN]]},
+            )
+        ]
+    if result.differences:
+        diffs = result.differences
+        return [
+            Finding(
+                "content",
+                Severity.FAIL,
+                dataset,
+                f"{len(diffs)} difference(s) in {where}: {_listed(diffs)}",
+                {"differences": [_entry(d) for d in diffs[:SHOWN]]},
+            )
+        ]
+    return []
+
+
+def _entry(d: Difference) -> dict[str, str]:
+    return {"path": for_terminal(d.path) or ".", "kind": d.kind.value, "detail": d.detail}
+
+
+def _listed(diffs: list[Difference]) -> str:
+    shown = "; ".join(
+        f"{for_terminal(d.path) or '.'} ({d.kind.value}: {d.detail})" for d in diffs[:SHOWN]
+    )
+    return shown + (f" and {len(diffs) - SHOWN} more" if len(diffs) > SHOWN else "")
+
+
+def _error(pair: Pair, common: Common, why: str) -> Finding:
+    return Finding(
+        "content-error",
+        Severity.UNVERIFIED,
+        pair.src.name,
+        f"@{common.src.name} could not be read back: {why}",
+    )
+
+
+def _volumes(pair: Pair, common: Common, written: tuple[Written, Written]) -> list[Finding]:
+    assert pair.dst is not None
+    if written[0].bytes or written[1].bytes:
+        return [
+            Finding(
+                "content-skipped",
+                Severity.NOTE,
+                pair.src.name,
+                "volume content not compared: written since the common snapshot",
+            )
+        ]
+    src, dst = (f"/dev/zvol/{d.name}" for d in (pair.src, pair.dst))
+    try:
+        at = _first_difference(src, dst)
+    except OSError as err:
+        return [_error(pair, common, f"{err.filename}: {err.strerror}")]
+    if at is None:
+        return []
+    return [
+        Finding(
+            "content",
+            Severity.FAIL,
+            pair.src.name,
+            f"volume data differs from byte {at:,} ({src} vs {dst})",
+            {"offset": at},
+        )
+    ]
+
+
+def _first_difference(a: str, b: str) -> int | None:
+    """The offset of the first differing byte of two devices (or their common length where
+    one ends first), or None when they are equal.  OSError names the device and offset."""
+    with open(a, "rb", buffering=0) as fa, open(b, "rb", buffering=0) as fb:
+        offset = 0
+        while True:
+            x, y = _read_full(fa, a, offset), _read_full(fb, b, offset)
+            if x != y:
+                first = next(
+                    (i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), None
+                )
+                return offset + (first if first is not None else min(len(x), len(y)))
+            if not x:
+                return None
+            offset += len(x)
+
+
+def _read_full(f: BinaryIO, path: str, offset: int) -> bytes:
+    """CHUNK bytes, or fewer only at the end of the device."""
+    data = b""
+    while len(data) < CHUNK:
+        try:
+            more = f.read(CHUNK - len(data))
+        except OSError as err:
+            raise OSError(
+                err.errno, f"{err.strerror} at byte {offset + len(data):,}", path
+            ) from None
+        if not more:
+            break
+        data += more
+    return data

@@ -1,0 +1,248 @@
+"""check_cutover(): read both dataset trees through zverify.zfs, run the pure checks, read
+the content if asked, and read the state again at the end: anything that moved while
+zverify was looking makes the whole answer unverified."""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from zverify.cutover import checks, content
+from zverify.cutover.checks import Pair, Written
+from zverify.cutover.findings import Finding, Severity
+from zverify.cutover.properties import compare_properties
+from zverify.cutover.result import CutoverResult, DatasetResult
+from zverify.cutover.snapshots import Common, compare_snapshots
+from zverify.errors import UsageError, ZfsError
+from zverify.zfs import inventory
+from zverify.zfs.inventory import Dataset, Snap
+
+ProgressHook = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CutoverOptions:
+    recursive: bool = False
+    content: bool = False
+    strict: bool = False  # an extra dataset on the destination fails
+    all_snapshots: bool = False  # every source snapshot must be on the replica
+    explain: bool = False  # list the paths written on the source (zfs diff)
+    expect: Mapping[str, str] = field(default_factory=dict)
+    threads: int | None = None
+
+
+@dataclass
+class _Side:
+    root: str
+    datasets: list[Dataset]
+    snapshots: dict[str, list[Snap]]  # by dataset name, oldest first
+
+    @classmethod
+    def read(cls, root: str, recursive: bool) -> "_Side":
+        return cls(
+            root, inventory.datasets(root, recursive), inventory.snapshots_below(root, recursive)
+        )
+
+
+def check_cutover(
+    src: str, dst: str, options: CutoverOptions, progress: ProgressHook | None = None
+) -> CutoverResult:
+    """Raises ZfsError (exit 2) when either tree cannot be listed at all."""
+    _refuse_overlap(src, dst, options.recursive)
+    sides = (_Side.read(src, options.recursive), _Side.read(dst, options.recursive))
+    pairs, tree_findings = checks.pair_datasets(
+        sides[0].datasets, sides[1].datasets, (src, dst), options.strict
+    )
+    results = [_check_pair(p, sides, options, tree_findings, progress) for p in pairs]
+    other = [f for f in tree_findings if f.dataset not in {p.src.name for p in pairs}]
+    other += _recheck(sides, results, options.recursive)
+    return CutoverResult(src, dst, options.recursive, options.content, results, other)
+
+
+def _refuse_overlap(src: str, dst: str, recursive: bool) -> None:
+    if src == dst:
+        raise UsageError(f"SRC and DST are the same dataset {src!r}: nothing to compare")
+    inside = dst.startswith(src + "/") or src.startswith(dst + "/")
+    if recursive and inside:
+        raise UsageError(f"with -r, SRC {src!r} and DST {dst!r} must not contain each other")
+
+
+def _check_pair(
+    pair: Pair,
+    sides: tuple[_Side, _Side],
+    options: CutoverOptions,
+    tree_findings: list[Finding],
+    progress: ProgressHook | None,
+) -> DatasetResult:
+    src, dst = pair.src, pair.dst
+    result = DatasetResult(src.name, dst.name if dst else None, src.type)
+    result.findings += [f for f in tree_findings if f.dataset == src.name]
+    if dst is None or dst.type != src.type:
+        return result
+    src_snaps = sides[0].snapshots.get(src.name, [])
+    dst_snaps = sides[1].snapshots.get(dst.name, [])
+    found = result.findings
+    found += checks.incomplete_receive(dst, src.name)
+    snaps = compare_snapshots(src.name, src_snaps, dst_snaps, options.all_snapshots)
+    found += snaps.findings
+    result.latest_common, result.behind = snaps.latest_common, len(snaps.behind)
+    written = _since_common(pair, result, options.explain, sides[1])
+    tops = (sides[0].datasets[0], sides[1].datasets[0])
+    found += compare_properties(src, dst, tops, options.expect)
+    found += checks.encryption(pair, (sides[0].root, sides[1].root), _key_problem(dst))
+    found += checks.source_holds(src.name, src_snaps, _hold_tags(src.name, src_snaps))
+    if options.content and result.latest_common is not None and written is not None:
+        found += content.compare_content(
+            pair, result.latest_common, written, options.threads, progress
+        )
+    return result
+
+
+def _since_common(
+    pair: Pair, result: DatasetResult, explain: bool, dst_side: _Side
+) -> tuple[Written, Written] | None:
+    """What was written on each side since the latest common snapshot, into result (its
+    findings too); None when there is no common snapshot or written@ cannot be read."""
+    common = result.latest_common
+    if common is None:
+        return None
+    written = _written(pair, common, explain)
+    if isinstance(written, Finding):
+        result.findings.append(written)
+        return None
+    result.src_written, result.dst_written = written[0].bytes, written[1].bytes
+    result.findings += checks.source_written(pair.src.name, common, written[0])
+    mounts = _mountpoints(pair, dst_side)
+    result.findings += checks.destination_written(pair.src.name, common, written[1], mounts)
+    return written
+
+
+def _written(pair: Pair, common: Common, explain: bool) -> tuple[Written, Written] | Finding:
+    assert pair.dst is not None
+    try:
+        src_bytes = inventory.written_since(pair.src.name, common.src.name)
+        dst_bytes = inventory.written_since(pair.dst.name, common.dst.name)
+    except ZfsError as err:
+        return Finding(
+            "unreadable", Severity.UNVERIFIED, pair.src.name, f"written@ could not be read: {err}"
+        )
+    src_changes = _changes(pair.src, common.src.name) if explain and src_bytes else None
+    dst_changes = _changes(pair.dst, common.dst.name) if dst_bytes else None
+    return Written(src_bytes, src_changes), Written(dst_bytes, dst_changes)
+
+
+def _mountpoints(pair: Pair, dst_side: _Side) -> frozenset[str]:
+    """The replica's own mount point and those of its mounted child datasets: directories
+    that mounting (not a user) creates or touches."""
+    assert pair.dst is not None
+    children = [
+        d.value("mountpoint")
+        for d in dst_side.datasets
+        if d.name.rpartition("/")[0] == pair.dst.name and d.value("mounted") == "yes"
+    ]
+    return frozenset([pair.dst.value("mountpoint"), *children])
+
+
+def _changes(ds: Dataset, snapshot: str) -> list[str] | str:
+    """The paths `zfs diff` lists, or why it could not."""
+    if ds.type != "filesystem":
+        return f"a {ds.type} has no paths to list"
+    try:
+        return inventory.changes_since(ds.name, snapshot)
+    except ZfsError as err:
+        return str(err)
+
+
+def _key_problem(dst: Dataset) -> str | None:
+    """None when dst's key is loaded or `zfs load-key -n` proves it would load."""
+    if dst.value("encryption") in ("off", "-") or dst.value("keystatus") == "available":
+        return None
+    try:
+        inventory.load_key_dry_run(dst.value("encryptionroot"))
+    except ZfsError as err:
+        return str(err)
+    return None
+
+
+def _hold_tags(dataset: str, snaps: list[Snap]) -> dict[str, list[str]]:
+    """Tags of the held snapshots, for the message only (the count is already known)."""
+    tags = {}
+    for s in snaps:
+        if s.userrefs:
+            try:
+                tags[s.name] = inventory.holds(dataset, s.name)
+            except ZfsError:
+                tags[s.name] = []
+    return tags
+
+
+def _recheck(
+    sides: tuple[_Side, _Side], results: list[DatasetResult], recursive: bool
+) -> list[Finding]:
+    """Read the datasets, snapshot lists and written@ values again: a check is only as good
+    as the state it saw, and that state must still be the state now."""
+    moved: list[Finding] = []
+    try:
+        for side in sides:
+            again = _Side.read(side.root, recursive)
+            moved += _moved_datasets(side, again)
+            moved += _moved_snapshots(side, again)
+        for r in results:
+            moved += _moved_written(r)
+    except ZfsError as err:
+        moved.append(
+            Finding(
+                "changed-during-check",
+                Severity.UNVERIFIED,
+                sides[0].root,
+                f"the state could not be read again at the end: {err}",
+            )
+        )
+    return moved
+
+
+def _moved_datasets(before: _Side, after: _Side) -> list[Finding]:
+    old = {d.name: d.value("receive_resume_token") for d in before.datasets}
+    new = {d.name: d.value("receive_resume_token") for d in after.datasets}
+    return [
+        _moved(name, "appeared, disappeared or started/finished a receive")
+        for name in sorted(old.keys() | new.keys())
+        if old.get(name) != new.get(name)
+    ]
+
+
+def _moved_snapshots(before: _Side, after: _Side) -> list[Finding]:
+    def listed(side: _Side) -> dict[str, list[tuple[str, int]]]:
+        return {ds: [(s.name, s.guid) for s in snaps] for ds, snaps in side.snapshots.items()}
+
+    old, new = listed(before), listed(after)
+    return [
+        _moved(name, "snapshots were taken, destroyed or renamed")
+        for name in sorted(old.keys() | new.keys())
+        if old.get(name) != new.get(name)
+    ]
+
+
+def _moved_written(r: DatasetResult) -> list[Finding]:
+    if r.latest_common is None or r.dst is None or r.src_written is None:
+        return []
+    now = (
+        inventory.written_since(r.src, r.latest_common.src.name),
+        inventory.written_since(r.dst, r.latest_common.dst.name),
+    )
+    if now == (r.src_written, r.dst_written):
+        return []
+    return [
+        _moved(
+            r.src,
+            f"written@ went from {r.src_written:,}/{r.dst_written:,} to "
+            f"{now[0]:,}/{now[1]:,} bytes (source/replica)",
+        )
+    ]
+
+
+def _moved(dataset: str, what: str) -> Finding:
+    return Finding(
+        "changed-during-check",
+        Severity.UNVERIFIED,
+        dataset,
+        f"{dataset} changed while it was checked: {what}",
+    )
