@@ -33,8 +33,7 @@ BASE_PACKAGES = (
 # tests migrate with) is installed with zfsutils-linux so that apt picks that for its
 # "zfs-fuse | zfsutils-linux" dependency.
 KERNEL_PACKAGES = (
-    "linux-image-amd64 linux-headers-amd64 dkms build-essential zfsutils-linux python3-pyzfs"
-    " sanoid"
+    "linux-image-amd64 linux-headers-amd64 dkms build-essential zfsutils-linux python3-pyzfs sanoid"
 )
 ZFS_PACKAGES = "zfs-dkms"
 
