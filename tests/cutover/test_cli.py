@@ -27,6 +27,9 @@ def standin(tmp_path, monkeypatch):
         path.write_text(json.dumps(state))
         monkeypatch.setenv("ZV_STANDIN_STATE", str(path))
         fakezfs.install(monkeypatch, tmp_path, f'exec {sys.executable} {STANDIN} "$@"\n')
+        zpool = tmp_path / "bin" / "zpool"
+        zpool.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/zpool.log\n')
+        zpool.chmod(0o755)
 
     return install
 
@@ -38,6 +41,13 @@ def test_a_replica_with_the_latest_snapshot_and_nothing_written_is_ready(standin
     doc = json.loads(r.stdout)
     assert doc["ready"] is True
     assert doc["datasets"][0]["latest_common"] == {"name": "s1", "guid": "111", "dst_name": "s1"}
+
+
+def test_both_pools_are_synced_before_written_is_read_and_again_at_the_end(standin, tmp_path):
+    """written@ counts synced data only: a write of a moment ago must not pass for none."""
+    standin(STATE)
+    assert zverify("cutover", "p/a", "q/a").returncode == 0
+    assert (tmp_path / "zpool.log").read_text().split("\n") == ["sync p", "sync q"] * 2 + [""]
 
 
 def test_a_snapshot_taken_during_the_check_makes_it_unverified(standin):

@@ -68,3 +68,13 @@ def test_read_only_properties_without_a_source_do_not_warn_about_origin():
     src = ds("data/vol", volblocksize=("8192", "default"))
     dst = ds("newdata/vol", volblocksize=("8192", "-"))
     assert found(src, dst) == []
+
+
+def test_default_mountpoints_follow_the_pool_like_inherited_ones():
+    src_top = ds("zsrc/ds", mountpoint=("/zsrc/ds", "default"))
+    dst_top = ds("zdst/ds", mountpoint=("/zdst/ds", "inherited from zdst"))
+    child = ds("zsrc/ds/c", mountpoint=("/zsrc/ds/c", "default"))
+    replica = ds("zdst/ds/c", mountpoint=("/zdst/ds/c", "inherited from zdst"))
+    tops = (src_top, dst_top)
+    assert compare_properties(src_top, dst_top, tops, {}) == []
+    assert compare_properties(child, replica, tops, {}) == []

@@ -108,6 +108,8 @@ def source_written(dataset: str, common: Common, w: Written) -> list[Finding]:
         f"{w.bytes:,} bytes written on the source since @{common.src.name}: the replica "
         "lacks them (stop the writers, snapshot, replicate again)"
     )
+    if w.changes == []:
+        message += "; `zfs diff` lists no changed path: metadata only, e.g. atime of reads"
     return [Finding("source-written", Severity.FAIL, dataset, message, _changes(w))]
 
 

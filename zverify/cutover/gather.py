@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from zverify.cutover import checks, content
 from zverify.cutover.checks import Pair, Written
 from zverify.cutover.findings import Finding, Severity
-from zverify.cutover.properties import compare_properties
+from zverify.cutover.properties import COMPARED, compare_properties
 from zverify.cutover.result import CutoverResult, DatasetResult
 from zverify.cutover.snapshots import Common, compare_snapshots
 from zverify.errors import UsageError, ZfsError
@@ -16,6 +16,8 @@ from zverify.zfs import inventory
 from zverify.zfs.inventory import Dataset, Snap
 
 ProgressHook = Callable[[int, int], None]
+# Read by the checks besides the compared properties.
+STATE_PROPERTIES = ("type", "receive_resume_token", "keystatus", "encryptionroot", "mounted")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ def check_cutover(
 ) -> CutoverResult:
     """Raises ZfsError (exit 2) when either tree cannot be listed at all."""
     _refuse_overlap(src, dst, options.recursive)
+    _flush(src, dst)
     sides = (_Side.read(src, options.recursive), _Side.read(dst, options.recursive))
     pairs, tree_findings = checks.pair_datasets(
         sides[0].datasets, sides[1].datasets, (src, dst), options.strict
@@ -55,6 +58,12 @@ def check_cutover(
     other = [f for f in tree_findings if f.dataset not in {p.src.name for p in pairs}]
     other += _recheck(sides, results, options.recursive)
     return CutoverResult(src, dst, options.recursive, options.content, results, other)
+
+
+def _flush(*datasets: str) -> None:
+    """Put every pending write of both pools on disk, so that written@ counts it."""
+    for pool in sorted({name.partition("/")[0] for name in datasets}):
+        inventory.flush(pool)
 
 
 def _refuse_overlap(src: str, dst: str, recursive: bool) -> None:
@@ -181,6 +190,7 @@ def _recheck(
     as the state it saw, and that state must still be the state now."""
     moved: list[Finding] = []
     try:
+        _flush(sides[0].root, sides[1].root)
         for side in sides:
             again = _Side.read(side.root, recursive)
             moved += _moved_datasets(side, again)
@@ -200,13 +210,22 @@ def _recheck(
 
 
 def _moved_datasets(before: _Side, after: _Side) -> list[Finding]:
-    old = {d.name: d.value("receive_resume_token") for d in before.datasets}
-    new = {d.name: d.value("receive_resume_token") for d in after.datasets}
+    old = {d.name: _checked_state(d) for d in before.datasets}
+    new = {d.name: _checked_state(d) for d in after.datasets}
     return [
-        _moved(name, "appeared, disappeared or started/finished a receive")
+        _moved(
+            name, "it appeared or disappeared, a receive started or ended, or a property changed"
+        )
         for name in sorted(old.keys() | new.keys())
         if old.get(name) != new.get(name)
     ]
+
+
+def _checked_state(d: Dataset) -> list[tuple[str, str, str]]:
+    """Everything the checks read from a dataset's properties (not space accounting, which
+    moves by itself)."""
+    names = [*COMPARED, *STATE_PROPERTIES, *(n for n in d.props if ":" in n)]
+    return [(n, p.value, p.source) for n in names if (p := d.props.get(n)) is not None]
 
 
 def _moved_snapshots(before: _Side, after: _Side) -> list[Finding]:

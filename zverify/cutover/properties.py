@@ -10,8 +10,8 @@ carry it (openzfs/zfs#5967): the replica then shows the default.  Rules:
   value is right today, but a change on a parent will reach one side and not the other.
   `local` and `received` count as the same kind, since `zfs send -p/-R` turns one into
   the other;
-* a mountpoint inherited on both sides is compared as its path below the mountpoint of
-  the top of the check: a replica mounted under the new pool is not drift.
+* a mountpoint inherited (or default) on both sides is compared as its path below the
+  mountpoint of the top of the check: a replica mounted under the new pool is not drift.
 """
 
 from collections.abc import Mapping
@@ -59,7 +59,7 @@ def compare_properties(
             found += _one_sided(src.name, name, s, d)
         elif _value(name, s, src, tops[0]) != _value(name, d, dst, tops[1]):
             found.append(_drift(src.name, name, s, d))
-        elif _kind(s) != _kind(d) and "-" not in (s.source, d.source):
+        elif _kind(name, s) != _kind(name, d) and "-" not in (s.source, d.source):
             found.append(_origin(src.name, name, s, d))
     return found
 
@@ -69,15 +69,20 @@ def _names(src: Dataset, dst: Dataset) -> list[str]:
     return [n for n in COMPARED if n in src.props or n in dst.props] + users
 
 
-def _kind(p: Prop) -> str:
+def _kind(name: str, p: Prop) -> str:
     if p.source in ("local", "received"):
         return "set"
-    return "inherited" if p.inherited_from else p.source
+    return "inherited" if _follows_parent(name, p) else p.source
+
+
+def _follows_parent(name: str, p: Prop) -> bool:
+    """Inherited; for mountpoint also the default, which is the parent's path plus the name."""
+    return bool(p.inherited_from) or (name == "mountpoint" and p.source == "default")
 
 
 def _value(name: str, p: Prop, ds: Dataset, top: Dataset) -> str:
     """The value as compared: an inherited mountpoint relative to the top's mountpoint."""
-    if name != "mountpoint" or not p.inherited_from:
+    if name != "mountpoint" or not _follows_parent(name, p):
         return p.value
     if ds.name == top.name:
         return "(inherited from above the replicated tree)"

@@ -105,6 +105,12 @@ def snapshots_below(root: str, recursive: bool) -> dict[str, list[Snap]]:
     return found
 
 
+def flush(pool: str) -> None:
+    """`zpool sync`: written@ and the space properties count synced data only, so a write
+    made a moment ago is invisible until its transaction group is on disk (up to ~5 s)."""
+    command.run_zpool("sync", pool)
+
+
 def written_since(dataset: str, snapshot: str) -> int:
     """Bytes written to dataset since its snapshot (`written@SNAPSHOT`): 0 means the live
     dataset still holds exactly that snapshot's blocks."""
