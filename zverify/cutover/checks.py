@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from zverify.cutover.findings import Finding, Severity
+from zverify.cutover.findings import Finding, Severity, listed
 from zverify.cutover.snapshots import Common
 from zverify.zfs.inventory import Dataset, Snap
 
@@ -130,7 +130,8 @@ def destination_written(
     if isinstance(w.changes, str):
         message = f"{since}; what changed is unknown (`zfs diff`: {w.changes})"
     else:
-        message = f"{since}, changing files: {_listed(w.changes or [])}"
+        changed = [c.replace("\t", " ") for c in w.changes or []]
+        message = f"{since}, changing files: {listed(changed, SHOWN)}"
     return [Finding("destination-modified", Severity.FAIL, dataset, message, _changes(w))]
 
 
@@ -148,11 +149,6 @@ def _only_mountpoints(changes: list[str], mountpoints: frozenset[str]) -> bool:
 def _unescaped(path: str) -> str:
     """`zfs diff` writes bytes outside printable ASCII (and space) as \\NNNN octal."""
     return re.sub(r"\\([0-7]{4})", lambda m: chr(int(m.group(1), 8)), path)
-
-
-def _listed(changes: list[str]) -> str:
-    shown = "; ".join(c.replace("\t", " ") for c in changes[:SHOWN])
-    return shown + (f" and {len(changes) - SHOWN} more" if len(changes) > SHOWN else "")
 
 
 def _changes(w: Written) -> dict[str, object]:
@@ -223,13 +219,10 @@ def source_holds(
     held = [s for s in snaps if s.userrefs > 0]
     if not held:
         return []
-    shown = "; ".join(
-        f"@{s.name} ({', '.join(tags.get(s.name, [])) or s.userrefs})" for s in held[:5]
-    )
-    more = f" and {len(held) - 5} more" if len(held) > 5 else ""
+    shown = [f"@{s.name} ({', '.join(tags.get(s.name, [])) or s.userrefs})" for s in held]
     message = (
-        f"{len(held)} source snapshot(s) held: {shown}{more}; `zfs destroy` of them fails "
-        "until `zfs release`"
+        f"{len(held)} source snapshot(s) held: {listed(shown, 5)}; `zfs destroy` of them "
+        "fails until `zfs release`"
     )
     return [
         Finding(

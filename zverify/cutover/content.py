@@ -18,7 +18,7 @@ from zverify.compare.policy import ComparePolicy
 from zverify.compare.result import CompareResult
 from zverify.compare.trees import compare_trees
 from zverify.cutover.checks import Pair, Written
-from zverify.cutover.findings import Finding, Severity
+from zverify.cutover.findings import Finding, Severity, listed
 from zverify.cutover.snapshots import Common
 from zverify.errors import ZverifyError
 from zverify.pathnames import for_terminal
@@ -95,10 +95,8 @@ def _entry(d: Difference) -> dict[str, str]:
 
 
 def _listed(diffs: list[Difference]) -> str:
-    shown = "; ".join(
-        f"{for_terminal(d.path) or '.'} ({d.kind.value}: {d.detail})" for d in diffs[:SHOWN]
-    )
-    return shown + (f" and {len(diffs) - SHOWN} more" if len(diffs) > SHOWN else "")
+    texts = [f"{for_terminal(d.path) or '.'} ({d.kind.value}: {d.detail})" for d in diffs[:SHOWN]]
+    return listed(texts, SHOWN, total=len(diffs))
 
 
 def _error(pair: Pair, common: Common, why: str) -> Finding:

@@ -1,6 +1,6 @@
 """Findings of a cutover check: a named kind, how much it weighs, and the dataset it is about."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -21,6 +21,15 @@ class Finding:
     dataset: str  # the dataset it concerns (the source's name, or the destination's if extra)
     message: str
     details: Mapping[str, object] = field(default_factory=dict)
+
+
+def listed(texts: Sequence[str], limit: int, sep: str = "; ", total: int | None = None) -> str:
+    """The first limit texts joined, and how many more there are (of total, when texts holds
+    only the first ones): one finding's message stays one readable line however many
+    snapshots, paths or entries it is about."""
+    shown = texts[:limit]
+    more = (len(texts) if total is None else total) - len(shown)
+    return sep.join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def exit_code(findings: Iterable[Finding]) -> int:

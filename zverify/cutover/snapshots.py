@@ -5,7 +5,7 @@ only the replica has.  Pure."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zverify.cutover.findings import Finding, Severity
+from zverify.cutover.findings import Finding, Severity, listed
 from zverify.zfs.inventory import Snap
 
 SHOWN = 5  # snapshot names listed in one finding
@@ -144,8 +144,7 @@ def _missing_older(
 
 
 def _listed(names: list[str]) -> str:
-    shown = ", ".join(f"@{n}" for n in names[:SHOWN])
-    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+    return listed([f"@{n}" for n in names], SHOWN, ", ")
 
 
 def _fail(kind: str, dataset: str, message: str, **details: object) -> Finding:
