@@ -127,8 +127,7 @@ def _since_common(
 def _written(pair: Pair, common: Common, explain: bool) -> tuple[Written, Written] | Finding:
     assert pair.dst is not None
     try:
-        src_bytes = inventory.written_since(pair.src.name, common.src.name)
-        dst_bytes = inventory.written_since(pair.dst.name, common.dst.name)
+        src_bytes, dst_bytes = _written_bytes(pair.src.name, pair.dst.name, common)
     except ZfsError as err:
         return Finding(
             "unreadable", Severity.UNVERIFIED, pair.src.name, f"written@ could not be read: {err}"
@@ -136,6 +135,14 @@ def _written(pair: Pair, common: Common, explain: bool) -> tuple[Written, Writte
     src_changes = _changes(pair.src, common.src.name) if explain and src_bytes else None
     dst_changes = _changes(pair.dst, common.dst.name) if dst_bytes else None
     return Written(src_bytes, src_changes), Written(dst_bytes, dst_changes)
+
+
+def _written_bytes(src: str, dst: str, common: Common) -> tuple[int, int]:
+    """written@ of the latest common snapshot on each side (under each side's name)."""
+    return (
+        inventory.written_since(src, common.src.name),
+        inventory.written_since(dst, common.dst.name),
+    )
 
 
 def _mountpoints(pair: Pair, dst_side: _Side) -> frozenset[str]:
@@ -164,11 +171,7 @@ def _key_problem(dst: Dataset) -> str | None:
     """None when dst's key is loaded or `zfs load-key -n` proves it would load."""
     if dst.value("encryption") in ("off", "-") or dst.value("keystatus") == "available":
         return None
-    try:
-        inventory.load_key_dry_run(dst.value("encryptionroot"))
-    except ZfsError as err:
-        return str(err)
-    return None
+    return inventory.key_not_proven(dst.value("encryptionroot"))
 
 
 def _hold_tags(dataset: str, snaps: list[Snap]) -> dict[str, list[str]]:
@@ -212,13 +215,8 @@ def _recheck(
 def _moved_datasets(before: _Side, after: _Side) -> list[Finding]:
     old = {d.name: _checked_state(d) for d in before.datasets}
     new = {d.name: _checked_state(d) for d in after.datasets}
-    return [
-        _moved(
-            name, "it appeared or disappeared, a receive started or ended, or a property changed"
-        )
-        for name in sorted(old.keys() | new.keys())
-        if old.get(name) != new.get(name)
-    ]
+    what = "it appeared or disappeared, a receive started or ended, or a property changed"
+    return [_moved(name, what) for name in _differing(old, new)]
 
 
 def _checked_state(d: Dataset) -> list[tuple[str, str, str]]:
@@ -232,21 +230,19 @@ def _moved_snapshots(before: _Side, after: _Side) -> list[Finding]:
     def listed(side: _Side) -> dict[str, list[tuple[str, int]]]:
         return {ds: [(s.name, s.guid) for s in snaps] for ds, snaps in side.snapshots.items()}
 
-    old, new = listed(before), listed(after)
-    return [
-        _moved(name, "snapshots were taken, destroyed or renamed")
-        for name in sorted(old.keys() | new.keys())
-        if old.get(name) != new.get(name)
-    ]
+    what = "snapshots were taken, destroyed or renamed"
+    return [_moved(name, what) for name in _differing(listed(before), listed(after))]
+
+
+def _differing(old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
+    """The datasets whose state is not the same in old and new (or is in one only)."""
+    return sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
 
 
 def _moved_written(r: DatasetResult) -> list[Finding]:
     if r.latest_common is None or r.dst is None or r.src_written is None:
         return []
-    now = (
-        inventory.written_since(r.src, r.latest_common.src.name),
-        inventory.written_since(r.dst, r.latest_common.dst.name),
-    )
+    now = _written_bytes(r.src, r.dst, r.latest_common)
     if now == (r.src_written, r.dst_written):
         return []
     return [

@@ -5,7 +5,6 @@ Every reader raises ZfsError when zfs fails: an answer that decides a verdict is
 replaced by "nothing there".
 """
 
-import errno
 from dataclasses import dataclass, field
 
 from zverify.errors import ZfsError
@@ -134,12 +133,13 @@ def changes_since(dataset: str, snapshot: str) -> list[str]:
     return [line for line in out.splitlines() if line.strip()]
 
 
-def load_key_dry_run(dataset: str) -> None:
-    """`zfs load-key -n`: proves the key at keylocation opens dataset, without loading it.
-    Raises ZfsError otherwise (also when the key must be typed at a prompt)."""
-    if command.run("get", "-H", "-o", "value", "keylocation", dataset).strip() == "prompt":
-        raise ZfsError(
-            ["zfs", "load-key", "-n", dataset], None,
-            "keylocation=prompt: the key can only be typed in", errno=errno.ENOKEY,
-        )  # fmt: skip
-    command.run("load-key", "-n", dataset)
+def key_not_proven(dataset: str) -> str | None:
+    """None when `zfs load-key -n` proves the key at keylocation opens dataset (without
+    loading it); else why not: the key must be typed at a prompt, or the command failed."""
+    try:
+        if command.run("get", "-H", "-o", "value", "keylocation", dataset).strip() == "prompt":
+            return "keylocation=prompt: the key can only be typed in"
+        command.run("load-key", "-n", dataset)
+    except ZfsError as err:
+        return str(err)
+    return None
