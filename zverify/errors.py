@@ -77,3 +77,13 @@ class UnrestorableError(ZverifyError):
     archive, reported with exit 1 before anything was received."""
 
     exit_code = exitcodes.DIFFERENT
+
+
+class ManifestError(ZverifyError):
+    """A manifest that cannot be trusted: unreadable, damaged, truncated, edited or of an
+    unknown version.  Names the file and the line."""
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        where = f"{path}: line {line}" if line is not None else path
+        super().__init__(f"manifest {where}: {reason}")
+        self.path, self.line, self.reason = path, line, reason

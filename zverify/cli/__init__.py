@@ -14,7 +14,7 @@ import traceback
 import typer
 
 from zverify import __version__, exitcodes
-from zverify.cli import compare, cutover
+from zverify.cli import compare, cutover, manifest
 from zverify.cli.cold import app as cold_app
 from zverify.cli.stream import app as stream_app
 from zverify.errors import ZverifyError
@@ -29,6 +29,7 @@ app = typer.Typer(
 )
 app.command(name="compare")(compare.compare)
 app.command(name="cutover")(cutover.cutover)
+app.command(name="manifest")(manifest.manifest)
 app.add_typer(stream_app, name="stream")
 app.add_typer(cold_app, name="cold")
 

@@ -15,8 +15,8 @@ from zverify.report import text as text_report
 
 
 def compare(
-    src: Annotated[str, typer.Argument(help="The original tree.")],
-    dst: Annotated[str, typer.Argument(help="The copy to verify.")],
+    src: Annotated[str, typer.Argument(help="The original tree, or a manifest of it.")],
+    dst: Annotated[str, typer.Argument(help="The copy to verify, or a manifest of it.")],
     profile: Annotated[str, typer.Option(help=f"What counts: {', '.join(PROFILES)}.")] = "full",
     ignore: Annotated[
         str | None, typer.Option(help="Comma-separated kinds not to report, e.g. mtime,owner.")
@@ -24,9 +24,10 @@ def compare(
     mtime_window: Annotated[
         float, typer.Option(help="Treat mtimes within this many seconds as equal (FAT, NAS).")
     ] = 0.0,
-    hash_name: Annotated[str, typer.Option("--hash", help="xxh3-128 (default) or blake3.")] = (
-        "xxh3-128"
-    ),
+    hash_name: Annotated[
+        str | None,
+        typer.Option("--hash", help="xxh3-128 (default) or blake3; a manifest's is used."),
+    ] = None,
     threads: Annotated[
         int | None, typer.Option(help="Hashing threads per tree (default: all cores).")
     ] = None,
@@ -36,15 +37,16 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
-    """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything."""
+    """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
+
+    Either side may be a manifest written by `zverify manifest` (a file, or - for stdin)."""
     try:
-        algorithm = parse_algorithm(hash_name)
+        algorithm = parse_algorithm(hash_name) if hash_name is not None else None
     except ValueError as err:
         raise UsageError(str(err)) from None
     if threads is not None and not 1 <= threads <= 256:
         raise UsageError("--threads must be between 1 and 256")
     policy = ComparePolicy.build(profile, ignore, mtime_window)
-    # imported here, not at the top: `zverify stream ...` must not load the walker
 
     with entry_progress(wanted(quiet or as_json), "comparing") as hook:
         result = compare_trees(src, dst, policy, algorithm, threads, one_file_system, progress=hook)

@@ -1,79 +1,126 @@
-"""compare_trees(): `zverify compare` on two live trees.
+"""compare_trees(): `zverify compare` on two trees, either of which may be a manifest.
 
-Checks the roots (never the same directory), walks both concurrently (each walk has its
-own C threads), feeds the two canonical streams to the pure engine, and adds what only a
-live tree can tell: which filesystems hold it, and what this process cannot read.
+Checks the roots (never the same directory), opens both sides (a manifest fixes the digest
+algorithm and may not record everything the policy asks for: both are settled before any
+walk starts), walks the live ones concurrently (each walk has its own C threads), feeds the
+two canonical streams to the pure engine, and adds what only the sides can tell: which
+filesystems hold them, and what could not be seen.
 """
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from zverify.compare.engine import compare_entries
 from zverify.compare.policy import ComparePolicy
 from zverify.compare.result import CompareResult
+from zverify.compare.sides import Side, is_manifest_path, live_side, manifest_side
 from zverify.entry import Entry
-from zverify.errors import SameTreeError
-from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
+from zverify.errors import SameTreeError, UsageError
 from zverify.hashing import Algorithm
-from zverify.walk import TreeWalk, WalkOptions, default_threads
+from zverify.walk import WalkOptions, default_threads
 
-ProgressHook = Callable[[int, int], None]  # (entries, bytes) so far, both trees
+ProgressHook = Callable[[int, int], None]  # (entries, bytes) so far, both sides
 PROGRESS_EVERY = 512  # entries of one side between progress updates
+SIDES = ("SRC", "DST")
 
 
 def compare_trees(
     src: str,
     dst: str,
     policy: ComparePolicy | None = None,
-    algorithm: Algorithm = Algorithm.XXH3_128,
+    algorithm: Algorithm | None = None,
     threads: int | None = None,
     one_file_system: bool = False,
     progress: ProgressHook | None = None,
 ) -> CompareResult:
-    """Compare two trees; raises RootError/SameTreeError (exit 2) before walking anything."""
+    """Compare two trees or manifests; raises RootError/SameTreeError/UsageError/ManifestError
+    (exit 2) before anything is walked, ManifestError if a manifest proves damaged later."""
     policy = policy or ComparePolicy()
-    notes = _check_roots(src, dst)
-    options = WalkOptions(
-        algorithm=algorithm,
-        threads=threads or default_threads(),
-        xattrs=policy.needs_xattrs,
-        one_file_system=one_file_system,
-    )
-    src_walk = TreeWalk(src, options, "SRC")
+    paths = dict(zip(SIDES, (src, dst), strict=True))
+    if src == "-" and dst == "-":
+        raise UsageError("only one side can be read from standard input")
+    manifests = [name for name, path in paths.items() if is_manifest_path(path)]
+    notes = [] if manifests else _check_roots(src, dst)
+    opened: dict[str, Side] = {}
     try:
-        dst_walk = TreeWalk(dst, options, "DST")
-    except BaseException:
-        src_walk.close()
-        raise
-    try:
-        src_entries = _reporting(src_walk, dst_walk, progress)
-        found = compare_entries(src_entries, dst_walk, policy)
+        for name in manifests:
+            opened[name] = manifest_side(name, paths[name], keep_xattrs=policy.needs_xattrs)
+        chosen = _agreed_algorithm(algorithm, list(opened.values()))
+        _check_recorded(policy, list(opened.values()))
+        options = WalkOptions(
+            algorithm=chosen,
+            threads=threads or default_threads(),
+            xattrs=policy.needs_xattrs,
+            one_file_system=one_file_system,
+        )
+        for name in SIDES:
+            if name not in opened:
+                opened[name] = live_side(name, paths[name], options)
+        s, d = opened["SRC"], opened["DST"]
+        found = compare_entries(_reporting(s, d, progress), d.entries, policy)
     finally:
-        src_walk.close()
-        dst_walk.close()
-    unverifiable = unreadable_xattr_namespaces() if policy.needs_xattrs else []
-    src_fs, dst_fs = filesystem_of(src), filesystem_of(dst)
+        for side in opened.values():
+            side.close()
     return CompareResult(
         **vars(found),
         src_root=src,
         dst_root=dst,
         policy=policy,
-        algorithm=algorithm,
-        src_fs=src_fs,
-        dst_fs=dst_fs,
-        unverifiable=unverifiable,
-        notes=notes,
+        algorithm=chosen,
+        src_fs=s.fs,
+        dst_fs=d.fs,
+        unverifiable=_unique(s.unverifiable + d.unverifiable),
+        notes=notes + s.notes + d.notes,
     )
 
 
-def _reporting(walk: TreeWalk, other: TreeWalk, progress: ProgressHook | None) -> Iterator[Entry]:
-    """walk's entries, calling progress with both walks' counters now and then."""
+def _agreed_algorithm(asked: Algorithm | None, manifests: list[Side]) -> Algorithm:
+    """The digest both sides use: a manifest's, which --hash may only repeat."""
+    fixed = {side.algorithm for side in manifests if side.algorithm is not None}
+    if len(fixed) > 1:
+        a, b = manifests
+        raise UsageError(
+            f"SRC manifest holds {a.algorithm} digests and DST manifest {b.algorithm}: "
+            "their contents cannot be compared (write both with the same --hash)"
+        )
+    if fixed:
+        (recorded,) = fixed
+        if asked is not None and asked is not recorded:
+            raise UsageError(
+                f"--hash {asked} asked, but the manifest holds {recorded} digests "
+                "(leave --hash out to use the manifest's)"
+            )
+        return recorded
+    return asked or Algorithm.XXH3_128
+
+
+def _check_recorded(policy: ComparePolicy, sides: list[Side]) -> None:
+    """Refuse to compare a kind a side cannot tell: its absence would pass for identical."""
+    for side in sides:
+        lacking = sorted(k.value for k in policy.checked - side.recorded)
+        if lacking:
+            kinds = ",".join(lacking)
+            raise UsageError(
+                f"{side.name} {side.label!r} cannot tell {kinds} ({side.not_recorded_why}); "
+                f"add --ignore {kinds} to compare what it records"
+            )
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _reporting(side: Side, other: Side, progress: ProgressHook | None) -> Iterable[Entry]:
+    """side's entries, calling progress with both sides' counters now and then."""
     if progress is None:
-        yield from walk
-        return
-    for n, entry in enumerate(walk):
+        return side.entries
+    return _with_progress(side, other, progress)
+
+
+def _with_progress(side: Side, other: Side, progress: ProgressHook) -> Iterator[Entry]:
+    for n, entry in enumerate(side.entries):
         if n % PROGRESS_EVERY == 0:
-            (ea, ba), (eb, bb) = walk.progress(), other.progress()
+            (ea, ba), (eb, bb) = side.progress(), other.progress()
             progress(ea + eb, ba + bb)
         yield entry
 

@@ -1,0 +1,47 @@
+"""Write manifests and compare with the installed console script, as scripts would."""
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.cli.console import console_script
+
+# Keys of a compare document that name the inputs rather than the verdict.
+INPUT_KEYS = ("src", "dst", "src_escaped", "dst_escaped", "notes", "unverifiable")
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([console_script(), *args], capture_output=True, input=stdin)
+
+
+def write_manifest(tree: Path, out: Path, *extra: str) -> Path:
+    done = run("manifest", "-q", str(tree), "-o", str(out), *extra)
+    assert done.returncode == 0, done.stderr.decode()
+    return out
+
+
+def compare(src: Path | str, dst: Path | str, *extra: str) -> tuple[int, dict[str, Any]]:
+    done = run("compare", "--json", *extra, str(src), str(dst))
+    assert done.stdout, done.stderr.decode()
+    return done.returncode, json.loads(done.stdout)
+
+
+def compare_fails(src: Path | str, dst: Path | str, *extra: str) -> str:
+    """Run a comparison that must end with exit 2 and no report; return its one-line error."""
+    done = run("compare", "--json", *extra, str(src), str(dst))
+    assert done.returncode == 2, (done.returncode, done.stdout[:300])
+    assert done.stdout == b"" or b'"exit_code": 2' in done.stdout
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def verdict(doc: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a compare document that must not depend on where the entries came from."""
+    kept = copy.deepcopy({k: v for k, v in doc.items() if k not in INPUT_KEYS})
+    for side in ("src", "dst"):
+        kept["sizes"][side].pop("filesystem")
+        kept["sizes"][side].pop("zfs")
+    return kept

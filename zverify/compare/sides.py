@@ -1,0 +1,55 @@
+"""The two sides of `zverify compare`: a live tree, or a manifest standing in for one.
+
+A Side is what the engine needs (entries in canonical order) plus what the report needs
+(a label, the filesystem, what could not be seen).  A manifest fixes the digest algorithm
+for both sides and may not record every kind of difference; compare_trees() reconciles
+both before anything is walked.
+"""
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from zverify.compare.policy import FULL, DiffKind
+from zverify.entry import Entry
+from zverify.fsinfo import FsInfo, filesystem_of, unreadable_xattr_namespaces
+from zverify.hashing import Algorithm
+from zverify.walk import TreeWalk, WalkOptions
+
+
+@dataclass
+class Side:
+    name: str  # "SRC" or "DST"
+    label: str  # the path as given, for the report
+    entries: Iterable[Entry]
+    fs: FsInfo
+    progress: Callable[[], tuple[int, int]]
+    close: Callable[[], None]
+    algorithm: Algorithm | None = None  # fixed by a manifest; None: a live tree hashes any
+    recorded: frozenset[DiffKind] = FULL  # kinds of difference this side can tell
+    not_recorded_why: str = ""  # e.g. "an mtree spec records no xattrs"
+    unverifiable: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    is_manifest: bool = False
+
+
+def is_manifest_path(path: str) -> bool:
+    """A regular file (or '-', standard input) is read as a manifest; anything else is a
+    tree, and the walk reports it when it is not a readable directory."""
+    return path == "-" or os.path.isfile(path)
+
+
+def live_side(name: str, path: str, options: WalkOptions) -> Side:
+    walk = TreeWalk(path, options, name)
+    unverifiable = unreadable_xattr_namespaces() if options.xattrs else []
+    return Side(
+        name, path, walk, filesystem_of(path), walk.progress, walk.close, None,
+        unverifiable=unverifiable,
+    )  # fmt: skip
+
+
+def manifest_side(name: str, path: str, keep_xattrs: bool) -> Side:
+    # imported here: `zverify compare` on two live trees never loads the manifest readers
+    from zverify.manifest.open import open_manifest
+
+    return open_manifest(name, path, keep_xattrs)

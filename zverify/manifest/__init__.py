@@ -1,0 +1,7 @@
+"""Manifests: a tree recorded to a file, compared later or elsewhere as if it were live.
+
+format.py is the native line format (one entry per line, every byte string escaped to
+ASCII); write.py records a live walk into it; read.py turns a manifest back into the
+canonical entry stream the comparison engine takes; exports/ and imports/ speak the formats
+other tools use (mtree, checkfiles, BagIt, hashdeep).
+"""

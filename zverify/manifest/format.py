@@ -1,0 +1,221 @@
+"""The native manifest format, version 1: one JSON object per line.
+
+    {"zverify_manifest": 1, ...header...}
+    {"p": "", "t": "dir", "mode": "0755", ...}          one line per entry, canonical order
+    {"p": "bin/tool", "t": "file", ..., "hash": "…"}
+    {"end": {...totals...}, "blake3": "…"}                digest of every byte above it
+
+Paths, link targets and xattr names/values are escaped to printable ASCII (escape.py), so
+a line is pure ASCII and its only JSON escapes are doubled backslashes.  Hardlinks are a
+group number `hl` (the same on every member) and the link count, never an inode number.
+The full specification, with every key, is docs/manifest.md.
+
+This module converts between one entry and one line; it does no I/O.
+"""
+
+import json
+import os
+import stat
+from typing import Any
+
+from zverify.entry import Entry, Kind
+from zverify.manifest.escape import escape, unescape
+
+FORMAT_KEY = "zverify_manifest"
+VERSION = 1
+
+KIND_NAMES: dict[int, str] = {kind: kind.label for kind in Kind}
+KINDS_BY_NAME = {kind.label: kind for kind in Kind}
+_TYPE_BITS = {
+    Kind.FILE: stat.S_IFREG,
+    Kind.DIR: stat.S_IFDIR,
+    Kind.SYMLINK: stat.S_IFLNK,
+    Kind.FIFO: stat.S_IFIFO,
+    Kind.SOCKET: stat.S_IFSOCK,
+    Kind.CHAR: stat.S_IFCHR,
+    Kind.BLOCK: stat.S_IFBLK,
+    Kind.UNKNOWN: 0,
+}
+_FIELDS = Entry.__match_args__
+
+
+class LineError(ValueError):
+    """One line of a manifest is not what the format allows (the reader adds the line number)."""
+
+
+def _quoted(data: bytes) -> str:
+    return '"' + escape(data).replace("\\", "\\\\") + '"'
+
+
+def entry_line(entry: Entry, group: int | None, owner_names: tuple[str, str] | None) -> str:
+    """The line for one walked entry (without its newline).
+
+    group: the hardlink group number of an entry with nlink > 1, else None.
+    owner_names: (user, group) names for display, or None when unknown.
+    """
+    kind = entry.kind
+    parts = [
+        f'"p":{_quoted(entry.path)}',
+        f'"t":"{KIND_NAMES[kind]}"',
+        f'"mode":"{stat.S_IMODE(entry.mode):04o}"',
+        f'"uid":{entry.uid}',
+        f'"gid":{entry.gid}',
+    ]
+    if owner_names is not None:
+        parts.append(f'"user":{json.dumps(owner_names[0])},"group":{json.dumps(owner_names[1])}')
+    parts += [f'"mtime":{entry.mtime_ns}', f'"size":{entry.size}', f'"alloc":{entry.alloc}']
+    if kind != Kind.DIR:
+        parts.append(f'"nlink":{entry.nlink}')
+        if group is not None:
+            parts.append(f'"hl":{group}')
+    if kind == Kind.FILE and entry.data_bytes != entry.size:
+        parts.append(f'"data":{entry.data_bytes}')
+    if entry.digest is not None:
+        parts.append(f'"hash":"{entry.digest.hex()}"')
+    if entry.link is not None:
+        parts.append(f'"link":{_quoted(entry.link)}')
+    if kind in (Kind.CHAR, Kind.BLOCK):
+        parts.append(f'"rdev":[{os.major(entry.rdev)},{os.minor(entry.rdev)}]')
+    if entry.xattrs is not None:
+        pairs = ",".join(f"[{_quoted(n)},{_quoted(v)}]" for n, v in entry.xattrs)
+        parts.append(f'"xattrs":[{pairs}]')
+    if entry.error is not None:
+        op, err, offset = entry.error
+        parts.append(f'"error":["{op}",{err},{offset}]')
+    if entry.changed is not None:
+        parts.append(f'"changed":"{entry.changed}"')
+    return "{" + ",".join(parts) + "}"
+
+
+def parse_entry(obj: Any, ordinal: int) -> Entry:
+    """An Entry from one decoded entry line; raises LineError naming what is wrong.
+
+    The entry's identity for hardlinks and du is (0, inode) with a synthetic inode: the
+    group number for hardlinked entries (negated, so it can never equal an ordinal), the
+    entry's ordinal otherwise.  Inode numbers never leave the host they belong to.
+    """
+    if not isinstance(obj, dict):
+        raise LineError("not a JSON object")
+    try:
+        kind = KINDS_BY_NAME[_text(obj, "t")]
+        size = _uint(obj, "size")
+        nlink = _uint(obj, "nlink") if kind != Kind.DIR else _uint(obj, "nlink", 2)
+        group = obj.get("hl")
+        if group is not None and (type(group) is not int or nlink < 2):
+            raise LineError("'hl' needs an integer group and nlink > 1")
+        fields = {
+            "path": unescape(_text(obj, "p")),
+            "kind": int(kind),
+            "mode": _TYPE_BITS[kind] | _mode(obj),
+            "uid": _uint(obj, "uid"),
+            "gid": _uint(obj, "gid"),
+            "nlink": nlink,
+            "dev": 0,
+            "ino": -group if group is not None else ordinal,
+            "rdev": _rdev(obj, kind),
+            "size": size,
+            "alloc": _uint(obj, "alloc"),
+            "mtime_ns": _int(obj, "mtime"),
+            "ctime_ns": 0,
+            "data_bytes": _uint(obj, "data", size) if kind == Kind.FILE else 0,
+            "hole_bytes": size - _uint(obj, "data", size) if kind == Kind.FILE else 0,
+            "link": _bytes_or_none(obj, "link"),
+            "xattrs": _xattrs(obj),
+            "digest": _digest(obj),
+            "error": _error(obj),
+            "changed": _changed(obj),
+        }
+    except KeyError as err:
+        raise LineError(f"missing or unknown value for {err}") from None
+    except ValueError as err:
+        raise LineError(str(err)) from None
+    if kind == Kind.SYMLINK and fields["link"] is None and fields["error"] is None:
+        raise LineError("a symlink without 'link'")
+    return Entry(fields[name] for name in _FIELDS)
+
+
+def _text(obj: dict[str, Any], key: str) -> str:
+    value = obj[key]
+    if not isinstance(value, str):
+        raise LineError(f"{key!r} must be a string")
+    return value
+
+
+def _int(obj: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = obj.get(key, default)
+    if value is None:
+        raise KeyError(key)
+    if type(value) is not int:
+        raise LineError(f"{key!r} must be an integer")
+    return value
+
+
+def _uint(obj: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = _int(obj, key, default)
+    if value < 0:
+        raise LineError(f"{key!r} must not be negative")
+    return value
+
+
+def _mode(obj: dict[str, Any]) -> int:
+    text = _text(obj, "mode")
+    if not (1 <= len(text) <= 4 and all(c in "01234567" for c in text)):
+        raise LineError(f"'mode' must be octal permission bits, not {text!r}")
+    return int(text, 8)
+
+
+def _rdev(obj: dict[str, Any], kind: Kind) -> int:
+    if kind not in (Kind.CHAR, Kind.BLOCK):
+        return 0
+    pair = obj["rdev"]
+    if not (isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)):
+        raise LineError("'rdev' must be [major, minor]")
+    return os.makedev(*pair)
+
+
+def _bytes_or_none(obj: dict[str, Any], key: str) -> bytes | None:
+    return unescape(_text(obj, key)) if key in obj else None
+
+
+def _xattrs(obj: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...] | None:
+    if "xattrs" not in obj:
+        return None
+    pairs = obj["xattrs"]
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in pairs
+    ):
+        raise LineError("'xattrs' must be a list of [name, value] strings")
+    decoded = tuple((unescape(n), unescape(v)) for n, v in pairs)
+    if list(decoded) != sorted(decoded) or len({n for n, _ in decoded}) != len(decoded):
+        raise LineError("'xattrs' must be sorted by name, each name once")
+    return decoded
+
+
+def _digest(obj: dict[str, Any]) -> bytes | None:
+    if "hash" not in obj:
+        return None
+    text = _text(obj, "hash")
+    if len(text) not in (32, 64) or text != text.lower():
+        raise LineError("'hash' must be 32 or 64 lower-case hex digits")
+    return bytes.fromhex(text)
+
+
+def _error(obj: dict[str, Any]) -> tuple[str, int, int] | None:
+    if "error" not in obj:
+        return None
+    value = obj["error"]
+    if not (
+        isinstance(value, list)
+        and len(value) == 3
+        and isinstance(value[0], str)
+        and all(type(n) is int for n in value[1:])
+    ):
+        raise LineError("'error' must be [operation, errno, offset]")
+    return value[0], value[1], value[2]
+
+
+def _changed(obj: dict[str, Any]) -> str | None:
+    value = obj.get("changed")
+    if value not in (None, "replaced", "modified"):
+        raise LineError("'changed' must be 'replaced' or 'modified'")
+    return value

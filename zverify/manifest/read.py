@@ -1,0 +1,191 @@
+"""Read a native manifest back as the canonical entry stream the engine compares.
+
+Nothing in a manifest is trusted until its trailer has been checked: the reader hashes
+every line as it goes and, at the trailer, compares the digest and the entry count.  A
+missing trailer (truncated), a wrong digest (edited or damaged), a line out of canonical
+order, an unknown version or a malformed line raises ManifestError naming the line, which
+ends the comparison with exit 2 whatever had been compared so far.
+"""
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import blake3
+
+from zverify.entry import Entry
+from zverify.errors import ManifestError
+from zverify.fsinfo import FsInfo
+from zverify.hashing import Algorithm
+from zverify.manifest.escape import unescape
+from zverify.manifest.files import open_input
+from zverify.manifest.format import FORMAT_KEY, VERSION, LineError, parse_entry
+
+DIGEST_SIZES = {Algorithm.XXH3_128: 16, Algorithm.BLAKE3: 32}
+HASH_EVERY = 2048  # lines hashed at once
+
+
+@dataclass(frozen=True)
+class Header:
+    algorithm: Algorithm
+    root: bytes
+    host: str
+    created: str
+    zverify: str
+    filesystem: FsInfo
+    xattrs: bool
+    one_file_system: bool
+    unverifiable: list[str] = field(default_factory=list)
+
+
+class NativeManifest:
+    """One manifest file: its header, then (once) its entries, checked against the trailer."""
+
+    def __init__(self, path: str, keep_xattrs: bool = True) -> None:
+        self.path = path
+        self._keep_xattrs = keep_xattrs
+        try:
+            self._stream: BinaryIO = open_input(path)
+            first = self._stream.readline()
+        except OSError as err:
+            raise ManifestError(path, None, err.strerror or str(err)) from None
+        self._lineno = 1
+        self._digest = blake3.blake3()
+        self._pending: list[bytes] = [first]
+        self.header = self._parse_header(first)
+        self.entries_read = 0
+        self.trailer: dict[str, Any] | None = None
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __iter__(self) -> Iterator[Entry]:
+        digest_size = DIGEST_SIZES[self.header.algorithm]
+        previous: bytes | None = None
+        for raw in self._lines():
+            obj = self._decode(raw)
+            if "end" in obj:
+                self._check_trailer(obj)
+                return
+            try:
+                entry = parse_entry(obj, self.entries_read + 1)
+            except LineError as err:
+                raise self._error(str(err)) from None
+            if not self._keep_xattrs and entry.xattrs is not None:
+                entry = _without_xattrs(entry)
+            if entry.digest is not None and len(entry.digest) != digest_size:
+                raise self._error(f"digest length does not match {self.header.algorithm}")
+            key = entry.path.replace(b"/", b"\0")
+            if previous is None and entry.path != b"":
+                raise self._error('the first entry must be the root (path "")')
+            if previous is not None and key <= previous:
+                raise self._error("entries out of canonical order (or repeated)")
+            previous = key
+            self.entries_read += 1
+            yield entry
+        raise ManifestError(
+            self.path, None, f"truncated after line {self._lineno}: the trailer line is missing"
+        )
+
+    def bytes_read(self) -> int:
+        try:
+            return self._stream.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def _lines(self) -> Iterator[bytes]:
+        try:
+            for raw in self._stream:
+                self._lineno += 1
+                if not raw.endswith(b"\n"):
+                    raise self._error("truncated: the last line has no newline")
+                yield raw
+        except OSError as err:
+            raise self._error(f"read failed: {err.strerror or err}") from None
+        except EOFError as err:  # gzip/zstd stream cut short
+            raise self._error(f"truncated compressed stream: {err}") from None
+
+    def _decode(self, raw: bytes) -> dict[str, Any]:
+        try:
+            obj = json.loads(raw.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise self._error("not a line of ASCII JSON") from None
+        if not isinstance(obj, dict):
+            raise self._error("not a JSON object")
+        if "end" not in obj:
+            self._pending.append(raw)
+            if len(self._pending) >= HASH_EVERY:
+                self._hash_pending()
+        return obj
+
+    def _hash_pending(self) -> None:
+        self._digest.update(b"".join(self._pending))
+        self._pending.clear()
+
+    def _check_trailer(self, obj: dict[str, Any]) -> None:
+        self._hash_pending()
+        if obj.get("blake3") != self._digest.hexdigest():
+            raise self._error("digest mismatch: the manifest was changed or damaged")
+        end = obj.get("end")
+        if not isinstance(end, dict) or end.get("entries") != self.entries_read:
+            raise self._error(
+                f"trailer counts {end.get('entries') if isinstance(end, dict) else '?'} "
+                f"entries, the manifest holds {self.entries_read}"
+            )
+        if self._stream.read(1):
+            raise self._error("data after the trailer")
+        self.trailer = obj
+
+    def _parse_header(self, first: bytes) -> Header:
+        if not first:
+            raise self._error("empty file: not a manifest")
+        if not first.endswith(b"\n"):
+            raise self._error("truncated: the header line has no newline")
+        try:
+            obj = json.loads(first.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise self._error("not a zverify manifest (the first line is not JSON)") from None
+        if not isinstance(obj, dict) or FORMAT_KEY not in obj:
+            raise self._error(f"not a zverify manifest (no {FORMAT_KEY!r} in the header)")
+        version = obj[FORMAT_KEY]
+        if version != VERSION:
+            raise self._error(
+                f"format version {version!r}; this zverify reads version {VERSION} only"
+            )
+        try:
+            return _header(obj)
+        except (KeyError, TypeError, ValueError) as err:
+            raise self._error(f"bad header: {err}") from None
+
+    def _error(self, reason: str) -> ManifestError:
+        return ManifestError(self.path, self._lineno, reason)
+
+
+def _header(obj: dict[str, Any]) -> Header:
+    fs = obj["filesystem"]
+    return Header(
+        algorithm=Algorithm(obj["algorithm"]),
+        root=unescape(obj["root"]),
+        host=str(obj["host"]),
+        created=str(obj["created"]),
+        zverify=str(obj["zverify"]),
+        filesystem=FsInfo(str(fs["type"]), str(fs["source"]), str(fs["mountpoint"]), fs["zfs"]),
+        xattrs=bool(obj["xattrs"]),
+        one_file_system=bool(obj["one_file_system"]),
+        unverifiable=[str(x) for x in obj["unverifiable"]],
+    )
+
+
+_XATTRS = Entry.__match_args__.index("xattrs")
+
+
+def _without_xattrs(entry: Entry) -> Entry:
+    fields = list(entry)
+    fields[_XATTRS] = None
+    return Entry(fields)
+
+
+def root_label(header: Header) -> str:
+    return f"{header.host}:{os.fsdecode(header.root)}"

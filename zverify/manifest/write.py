@@ -1,0 +1,168 @@
+"""Record a live tree as a native manifest: one streaming pass of the C walk.
+
+Memory is constant in the number of entries except for hardlinks: the group number of
+each inode with nlink > 1 is remembered until the walk ends.  The trailer carries the
+entry counts and a BLAKE3 digest of every byte before it, so a reader can tell a complete
+manifest from a truncated or edited one.
+"""
+
+import datetime
+import grp
+import json
+import os
+import pwd
+import socket
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import blake3
+
+from zverify import __version__
+from zverify.compare.sizes import SideTally
+from zverify.entry import Entry, Kind
+from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
+from zverify.manifest.escape import escape
+from zverify.manifest.format import FORMAT_KEY, VERSION, entry_line
+from zverify.walk import TreeWalk, WalkOptions
+
+ProgressHook = Callable[[int, int], None]  # (entries, bytes read) so far
+BATCH_LINES = 2048  # lines hashed and written at once
+
+
+@dataclass
+class WriteSummary:
+    entries: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    unreadable: list[bytes] = field(default_factory=list)  # errors and changed-while-read
+    du_bytes: int = 0
+    du_apparent_bytes: int = 0
+
+
+def header(root: str, options: WalkOptions) -> dict[str, object]:
+    fs = filesystem_of(root)
+    return {
+        FORMAT_KEY: VERSION,
+        "zverify": __version__,
+        "algorithm": options.algorithm.value,
+        "root": escape(os.fsencode(os.path.abspath(root))),
+        "host": socket.gethostname(),
+        "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "filesystem": {
+            "type": fs.fstype,
+            "source": fs.source,
+            "mountpoint": fs.mountpoint,
+            "zfs": fs.zfs,
+        },
+        "xattrs": options.xattrs,
+        "one_file_system": options.one_file_system,
+        "unverifiable": unreadable_xattr_namespaces() if options.xattrs else [],
+    }
+
+
+class _Owners:
+    """uid/gid -> names, looked up once each (names are for display only)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[int, int], tuple[str, str]] = {}
+
+    def names(self, entry: Entry) -> tuple[str, str]:
+        key = (entry.uid, entry.gid)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = (_user(entry.uid), _group(entry.gid))
+        return found
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return ""
+
+
+def _group(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return ""
+
+
+class ManifestWriter:
+    """Writes header, entry lines and trailer to a binary stream, hashing as it goes."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._digest = blake3.blake3()
+        self._pending: list[str] = []
+        self._groups: dict[tuple[int, int], int] = {}
+        self._owners = _Owners()
+        self._tally = SideTally()
+        self.summary = WriteSummary()
+
+    def write_header(self, fields: dict[str, object]) -> None:
+        self._emit(json.dumps(fields, separators=(",", ":")))
+
+    def add(self, entry: Entry) -> None:
+        group = None
+        if entry.nlink > 1 and entry.kind != Kind.DIR:
+            key = (entry.dev, entry.ino)
+            group = self._groups.setdefault(key, len(self._groups) + 1)
+        self._pending.append(entry_line(entry, group, self._owners.names(entry)))
+        if len(self._pending) >= BATCH_LINES:
+            self._flush()
+        self._tally.add(entry)
+        self.summary.entries += 1
+        if entry.error is not None or entry.changed is not None:
+            self.summary.unreadable.append(entry.path)
+
+    def finish(self) -> None:
+        tally = self._tally
+        self.summary.counts = Counter(tally.counts)
+        self.summary.du_bytes, self.summary.du_apparent_bytes = (
+            tally.du_bytes,
+            tally.du_apparent_bytes,
+        )
+        end = {
+            "entries": self.summary.entries,
+            "counts": dict(sorted(tally.counts.items())),
+            "unreadable": len(self.summary.unreadable),
+            "hardlink_groups": len(self._groups),
+            "du_bytes": tally.du_bytes,
+            "du_apparent_bytes": tally.du_apparent_bytes,
+        }
+        self._flush()
+        trailer = {"end": end, "blake3": self._digest.hexdigest()}
+        self._out.write(json.dumps(trailer, separators=(",", ":")).encode("ascii") + b"\n")
+
+    def _emit(self, line: str) -> None:
+        self._pending.append(line)
+        self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = ("\n".join(self._pending) + "\n").encode("ascii")
+        self._pending.clear()
+        self._digest.update(data)
+        self._out.write(data)
+
+
+def write_manifest(
+    root: str, out: BinaryIO, options: WalkOptions, progress: ProgressHook | None = None
+) -> WriteSummary:
+    """Walk root and write its manifest to out; raises RootError/WalkError (nothing valid
+    is left behind: without its trailer a manifest never verifies)."""
+    walk = TreeWalk(root, options, "TREE")
+    try:
+        writer = ManifestWriter(out)
+        writer.write_header(header(root, options))
+        for n, entry in enumerate(walk):
+            writer.add(entry)
+            if progress is not None and n % 512 == 0:
+                progress(*walk.progress())
+        writer.finish()
+    finally:
+        walk.close()
+    return writer.summary
