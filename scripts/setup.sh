@@ -9,6 +9,7 @@ APT_PACKAGES=(
     rsync tar coreutils attr acl         # real copies and metadata tools in tests
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
     hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/
+    mtree-netbsd libarchive-tools        # mtree specs: exported, read back, benchmarked
     qemu-system-x86 debootstrap          # tests/zfsvm: real OpenZFS in a qemu VM
 )
 

@@ -1,28 +1,65 @@
 """Content digest algorithms: names users type, and how each is computed.
 
-XXH3-128 (default) is computed entirely in the C core's worker threads.
-BLAKE3 uses the PyPI `blake3` binding (it releases the GIL and can use
-several threads on one large file); see walk.py.
+XXH3-128 (default) is computed entirely in the C core's worker threads.  The others are
+hashed in Python worker threads (walk.py): BLAKE3 with the PyPI `blake3` binding, the SHA
+family and MD5 with hashlib (both release the GIL on large buffers).  SHA-256, SHA-512,
+SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and hashdeep lists written
+by other tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
 """
 
 import enum
+import hashlib
+from typing import Protocol
+
+import blake3
 
 
 class Algorithm(enum.StrEnum):
     XXH3_128 = "xxh3-128"
     BLAKE3 = "blake3"
+    SHA256 = "sha256"
+    SHA512 = "sha512"
+    SHA1 = "sha1"
+    MD5 = "md5"
 
 
 ALIASES = {"xxh3": Algorithm.XXH3_128, "xxh128": Algorithm.XXH3_128}
+DIGEST_SIZES = {
+    Algorithm.XXH3_128: 16,
+    Algorithm.BLAKE3: 32,
+    Algorithm.SHA256: 32,
+    Algorithm.SHA512: 64,
+    Algorithm.SHA1: 20,
+    Algorithm.MD5: 16,
+}
+MULTITHREADED_BLAKE3 = 1 << 24  # files this big let the binding use several threads
+
+
+class Hasher(Protocol):
+    def update(self, data: bytes | memoryview, /) -> object: ...
+    def digest(self) -> bytes: ...
+
+
+def new_hasher(algorithm: Algorithm, size: int) -> Hasher:
+    """A fresh hasher for a file of `size` bytes (not for XXH3-128: that one is in C)."""
+    if algorithm is Algorithm.BLAKE3:
+        threads = blake3.blake3.AUTO if size > MULTITHREADED_BLAKE3 else 1
+        return blake3.blake3(max_threads=threads)
+    if algorithm is Algorithm.XXH3_128:
+        raise ValueError("XXH3-128 is computed by the C core")
+    return hashlib.new(algorithm.value)
+
+
+# What --hash offers; SHA-1 and MD5 are only ever used to check other tools' lists.
+CHOICES = (Algorithm.XXH3_128, Algorithm.BLAKE3, Algorithm.SHA256, Algorithm.SHA512)
 
 
 def parse_algorithm(name: str) -> Algorithm:
-    """Accept 'xxh3-128', 'xxh3', 'xxh128' or 'blake3' (any case)."""
+    """Accept 'xxh3-128', 'xxh3', 'xxh128', 'blake3', 'sha256' or 'sha512' (any case)."""
     key = name.strip().lower()
     if key in ALIASES:
         return ALIASES[key]
-    try:
-        return Algorithm(key)
-    except ValueError:
-        choices = ", ".join(a.value for a in Algorithm)
-        raise ValueError(f"unknown hash algorithm {name!r} (choose from {choices})") from None
+    if key not in CHOICES:
+        choices = ", ".join(a.value for a in CHOICES)
+        raise ValueError(f"unknown hash algorithm {name!r} (choose from {choices})")
+    return Algorithm(key)

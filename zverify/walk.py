@@ -2,9 +2,9 @@
 
 TreeWalk turns options into a zverify._zvcore.Walker, flattens its batches
 into an iterator of entries, and exposes counters for progress bars.  With
-BLAKE3 the C core only stats and maps files; this module then hashes each
-batch's files with the `blake3` binding in a thread pool (the binding and
-os.preadv release the GIL, so the threads really run in parallel).
+any digest but XXH3-128 the C core only stats and maps files; this module
+then hashes each batch's files in a thread pool (the `blake3` binding,
+hashlib and os.preadv release the GIL, so the threads run in parallel).
 """
 
 import errno
@@ -14,20 +14,18 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import blake3
-
 from zverify import _zvcore
 from zverify.entry import Entry, Kind
 from zverify.errors import RootError, WalkError
-from zverify.hashing import Algorithm
+from zverify.hashing import Algorithm, new_hasher
 
 # 128 KiB reads keep each block in L2 between the kernel's copy and the hash;
 # 1 MiB blocks measured 2.5x slower on a hot page cache (bench/test_core.py).
 READ_BLOCK = 128 << 10
-# BLAKE3 gets larger chunks: the binding only spreads work over threads for big inputs.
-BLAKE3_BLOCK = 1 << 20
-BIG_FILE = 1 << 20  # BLAKE3: files at least this big are hashed in the pool
-# Index of fields in a Record, for rebuilding one with a BLAKE3 digest (names from C).
+# Python-side hashing gets larger chunks: BLAKE3 only spreads work over threads for big inputs.
+PY_HASH_BLOCK = 1 << 20
+BIG_FILE = 1 << 20  # Python-side hashing: files at least this big are hashed in the pool
+# Index of fields in a Record, for rebuilding one with a digest (names from C).
 _DIGEST, _ERROR, _CHANGED = (
     _zvcore.Record.__match_args__.index(name) for name in ("digest", "error", "changed")
 )
@@ -67,15 +65,15 @@ class TreeWalk:
             raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None
         except MemoryError:
             raise WalkError(side, os.fsdecode(self.root), "out of memory") from None
-        self._blake3 = options.hash_content and options.algorithm is Algorithm.BLAKE3
-        self._pool = ThreadPoolExecutor(options.threads) if self._blake3 else None
-        self._blake3_bytes = 0
+        in_python = options.hash_content and not in_c
+        self._pool = ThreadPoolExecutor(options.threads) if in_python else None
+        self._py_bytes = 0
 
     def __iter__(self) -> Iterator[Entry]:
         try:
             for batch in self._walker:
                 if self._pool is not None:
-                    batch = self._hash_batch_blake3(batch)
+                    batch = self._hash_batch(batch)
                 yield from batch
         except _zvcore.WalkError as err:
             raise WalkError(self.side, os.fsdecode(self.root), err.strerror or str(err)) from None
@@ -83,42 +81,42 @@ class TreeWalk:
     def progress(self) -> tuple[int, int]:
         """(entries produced, file bytes read) so far."""
         entries, nbytes = self._walker.counters()
-        return entries, nbytes + self._blake3_bytes
+        return entries, nbytes + self._py_bytes
 
     def close(self) -> None:
         self._walker.close()
         if self._pool is not None:
             self._pool.shutdown()
 
-    def _hash_batch_blake3(self, batch: list[Entry]) -> list[Entry]:
+    def _hash_batch(self, batch: list[Entry]) -> list[Entry]:
         """Large files go to the pool (the binding drops the GIL while hashing);
         small ones are hashed here: for them, handing work to threads that
         then fight over the GIL cost more than the hashing."""
         assert self._pool is not None
         big = {
-            i: self._pool.submit(self._hash_blake3, e)
+            i: self._pool.submit(self._hash_entry, e)
             for i, e in enumerate(batch)
             if e.size >= BIG_FILE
         }
-        small = [e if i in big else self._hash_blake3(e) for i, e in enumerate(batch)]
+        small = [e if i in big else self._hash_entry(e) for i, e in enumerate(batch)]
         return [big[i].result() if i in big else e for i, e in enumerate(small)]
 
-    def _hash_blake3(self, entry: Entry) -> Entry:
+    def _hash_entry(self, entry: Entry) -> Entry:
         if entry.kind != Kind.FILE or entry.error is not None or entry.changed is not None:
             return entry
         fields = list(entry)
         try:
-            fields[_DIGEST], fields[_CHANGED] = self._blake3_file(entry)
+            fields[_DIGEST], fields[_CHANGED] = self._hash_file(entry)
         except _ReadError as err:
             fields[_ERROR] = (err.op, err.errno, err.offset)
         return Entry(fields)
 
-    def _blake3_file(self, entry: Entry) -> tuple[bytes | None, str | None]:
+    def _hash_file(self, entry: Entry) -> tuple[bytes | None, str | None]:
         fd = _open_below(self.root, entry.path)
         try:
             if not _same_inode(os.fstat(fd), entry):
                 return None, "replaced"
-            hasher = blake3.blake3(max_threads=blake3.blake3.AUTO if entry.size > 1 << 24 else 1)
+            hasher = new_hasher(self.options.algorithm, entry.size)
             buf = _thread_buffer()
             offset = 0
             while True:
@@ -130,7 +128,7 @@ class TreeWalk:
                     break
                 hasher.update(memoryview(buf)[:n])
                 offset += n
-                self._blake3_bytes += n
+                self._py_bytes += n
             if offset != entry.size or not _same_inode(os.fstat(fd), entry):
                 return None, "modified"
             return hasher.digest(), None
@@ -145,7 +143,7 @@ def _thread_buffer() -> bytearray:
     """One read buffer per pool thread: allocating 1 MiB per file cost more than hashing."""
     buf: bytearray | None = getattr(_buffers, "buf", None)
     if buf is None:
-        buf = _buffers.buf = bytearray(BLAKE3_BLOCK)
+        buf = _buffers.buf = bytearray(PY_HASH_BLOCK)
     return buf
 
 

@@ -26,7 +26,9 @@ def compare(
     ] = 0.0,
     hash_name: Annotated[
         str | None,
-        typer.Option("--hash", help="xxh3-128 (default) or blake3; a manifest's is used."),
+        typer.Option(
+            "--hash", help="xxh3-128 (default), blake3, sha256, sha512; a manifest's is used."
+        ),
     ] = None,
     threads: Annotated[
         int | None, typer.Option(help="Hashing threads per tree (default: all cores).")

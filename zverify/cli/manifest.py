@@ -8,14 +8,14 @@ import typer
 
 from zverify import exitcodes
 from zverify.errors import UsageError
-from zverify.hashing import parse_algorithm
+from zverify.hashing import Algorithm, parse_algorithm
 from zverify.manifest.files import STDIO, atomic_output
-from zverify.manifest.write import write_manifest
+from zverify.manifest.write import FORMATS, format_algorithm, write_manifest
 from zverify.pathnames import for_terminal
 from zverify.progress import entry_progress, wanted
 from zverify.walk import WalkOptions, default_threads
 
-SHOWN_UNREADABLE = 10
+SHOWN_PATHS = 10
 
 
 def manifest(
@@ -23,9 +23,12 @@ def manifest(
     output: Annotated[
         str, typer.Option("--output", "-o", help="Manifest file (.zst/.gz compress), - = stdout.")
     ],
-    hash_name: Annotated[str, typer.Option("--hash", help="xxh3-128 (default) or blake3.")] = (
-        "xxh3-128"
-    ),
+    fmt: Annotated[
+        str, typer.Option("--format", help=f"{', '.join(FORMATS)} (lossy but mtree/sums).")
+    ] = "native",
+    hash_name: Annotated[
+        str | None, typer.Option("--hash", help="xxh3-128 (default) or blake3.")
+    ] = None,
     threads: Annotated[
         int | None, typer.Option(help="Hashing threads (default: all cores).")
     ] = None,
@@ -38,10 +41,7 @@ def manifest(
 
     Exit 0 when every entry was read, 2 when any could not be (they are recorded as
     errors, and any comparison against them will exit 2 too)."""
-    try:
-        algorithm = parse_algorithm(hash_name)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    algorithm = _algorithm(fmt, hash_name)
     if threads is not None and not 1 <= threads <= 256:
         raise UsageError("--threads must be between 1 and 256")
     if output != STDIO and os.path.isdir(output):
@@ -54,17 +54,43 @@ def manifest(
     )
     show = wanted(quiet) and output != STDIO
     with entry_progress(show, "recording") as hook, atomic_output(output) as out:
-        summary = write_manifest(tree, out, options, progress=hook)
+        summary = write_manifest(tree, out, options, progress=hook, fmt=fmt)
     where = "stdout" if output == STDIO else repr(output)
     print(f"zverify: {summary.entries:,} entries of {tree!r} recorded in {where}", file=sys.stderr)
+    if summary.dropped:
+        print(f"zverify: --format {fmt} cannot express {summary.dropped}", file=sys.stderr)
+    if summary.left_out:
+        print(
+            f"zverify: {len(summary.left_out):,} entries left out ({summary.left_out_why}): "
+            + _listed(summary.left_out),
+            file=sys.stderr,
+        )
     if summary.unreadable:
-        shown = ", ".join(for_terminal(p) or "." for p in summary.unreadable[:SHOWN_UNREADABLE])
-        more = len(summary.unreadable) - SHOWN_UNREADABLE
-        tail = f" and {more:,} more" if more > 0 else ""
         print(
             f"zverify: {len(summary.unreadable):,} entries could not be read and are recorded "
-            f"as errors: {shown}{tail}",
+            f"as errors: {_listed(summary.unreadable)}",
             file=sys.stderr,
         )
         return exitcodes.TROUBLE
     return exitcodes.IDENTICAL
+
+
+def _listed(paths: list[bytes]) -> str:
+    shown = ", ".join(for_terminal(p) or "." for p in paths[:SHOWN_PATHS])
+    more = len(paths) - SHOWN_PATHS
+    return shown + (f" and {more:,} more" if more > 0 else "")
+
+
+def _algorithm(fmt: str, hash_name: str | None) -> Algorithm:
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt!r} (choose from {', '.join(FORMATS)})")
+    try:
+        asked = parse_algorithm(hash_name) if hash_name is not None else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    needed = format_algorithm(fmt)
+    if needed is not None and asked not in (None, needed):
+        raise UsageError(f"--format {fmt} holds {needed} digests, not {asked}")
+    if needed is None and asked not in (None, Algorithm.XXH3_128, Algorithm.BLAKE3):
+        raise UsageError("native manifests hold xxh3-128 or blake3 digests")
+    return needed or asked or Algorithm.XXH3_128

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from zverify.compare.policy import FULL, DiffKind
+from zverify.compare.policy import DiffKind
 from zverify.entry import Entry
 from zverify.fsinfo import FsInfo, filesystem_of, unreadable_xattr_namespaces
 from zverify.hashing import Algorithm
@@ -26,8 +26,8 @@ class Side:
     progress: Callable[[], tuple[int, int]]
     close: Callable[[], None]
     algorithm: Algorithm | None = None  # fixed by a manifest; None: a live tree hashes any
-    recorded: frozenset[DiffKind] = FULL  # kinds of difference this side can tell
-    not_recorded_why: str = ""  # e.g. "an mtree spec records no xattrs"
+    lacking: dict[DiffKind, str] = field(default_factory=dict)  # kinds it cannot tell, why
+    files_only: bool = False  # lists regular files only (checkfile formats): no directories
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     is_manifest: bool = False

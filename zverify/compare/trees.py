@@ -11,10 +11,10 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 
 from zverify.compare.engine import compare_entries
-from zverify.compare.policy import ComparePolicy
+from zverify.compare.policy import PROFILES, ComparePolicy
 from zverify.compare.result import CompareResult
 from zverify.compare.sides import Side, is_manifest_path, live_side, manifest_side
-from zverify.entry import Entry
+from zverify.entry import Entry, Kind
 from zverify.errors import SameTreeError, UsageError
 from zverify.hashing import Algorithm
 from zverify.walk import WalkOptions, default_threads
@@ -57,6 +57,9 @@ def compare_trees(
             if name not in opened:
                 opened[name] = live_side(name, paths[name], options)
         s, d = opened["SRC"], opened["DST"]
+        if s.files_only or d.files_only:
+            for side in (s, d):
+                side.entries = _without_directories(side.entries)
         found = compare_entries(_reporting(s, d, progress), d.entries, policy)
     finally:
         for side in opened.values():
@@ -97,13 +100,26 @@ def _agreed_algorithm(asked: Algorithm | None, manifests: list[Side]) -> Algorit
 def _check_recorded(policy: ComparePolicy, sides: list[Side]) -> None:
     """Refuse to compare a kind a side cannot tell: its absence would pass for identical."""
     for side in sides:
-        lacking = sorted(k.value for k in policy.checked - side.recorded)
-        if lacking:
-            kinds = ",".join(lacking)
-            raise UsageError(
-                f"{side.name} {side.label!r} cannot tell {kinds} ({side.not_recorded_why}); "
-                f"add --ignore {kinds} to compare what it records"
-            )
+        lacking = {k: why for k, why in side.lacking.items() if policy.checks(k)}
+        if not lacking:
+            continue
+        by_reason: dict[str, list[str]] = {}
+        for kind, why in sorted(lacking.items()):
+            by_reason.setdefault(why, []).append(kind.value)
+        reasons = "; ".join(f"{','.join(kinds)}: {why}" for why, kinds in by_reason.items())
+        kinds = ",".join(sorted(k.value for k in lacking))
+        hint = f"add --ignore {kinds}"
+        fits = [name for name, kinds in PROFILES.items() if not kinds & set(side.lacking)]
+        if fits:  # PROFILES go from fewest to most kinds: suggest the most thorough
+            hint = f"use --profile {fits[-1]} or {hint}"
+        raise UsageError(
+            f"{side.name} {side.label!r} cannot tell {kinds} ({reasons}); "
+            f"{hint} to compare what it records"
+        )
+
+
+def _without_directories(entries: Iterable[Entry]) -> Iterator[Entry]:
+    return (e for e in entries if e.kind != Kind.DIR)
 
 
 def _unique(items: list[str]) -> list[str]:

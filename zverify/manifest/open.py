@@ -1,14 +1,76 @@
-"""Open any manifest zverify reads, by its first bytes, as one side of a comparison."""
+"""Open any manifest zverify reads, recognised by its first line, as one side of a compare.
 
-from zverify.compare.policy import FULL, DiffKind
+{"zverify_manifest": ...    zverify's own format (read.py): everything is recorded
+#mtree, /set, . type=dir    a BSD mtree spec (mtree.py): what its keywords record
+%%%% HASHDEEP-1.0           a hashdeep known-file list (hashdeep.py): file contents
+"""
+
+from collections.abc import Callable, Iterable
+from typing import BinaryIO
+
+from zverify.compare.policy import DiffKind
 from zverify.compare.sides import Side
+from zverify.errors import ManifestError
+from zverify.manifest import hashdeep, mtree
+from zverify.manifest.files import open_input
+from zverify.manifest.listing import NO_FILESYSTEM, Listing
 from zverify.manifest.read import NativeManifest, root_label
 
 
 def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
-    manifest = NativeManifest(path, keep_xattrs)
+    try:
+        stream = open_input(path)
+        first = stream.readline()
+    except OSError as err:
+        raise ManifestError(path, None, err.strerror or str(err)) from None
+    except EOFError as err:
+        raise ManifestError(path, 1, f"truncated compressed stream: {err}") from None
+    try:
+        if first.startswith(b"%%%% HASHDEEP"):
+            listing = _read(path, hashdeep.parse, first, stream)
+            return _listed(name, path, listing, "a hashdeep list")
+        if mtree.looks_like_spec(first):
+            return _listed(name, path, _read(path, mtree.parse, first, stream), "an mtree spec")
+        return _native(name, NativeManifest(path, stream, first, keep_xattrs))
+    except BaseException:
+        stream.close()
+        raise
+
+
+def _read(
+    path: str, parse: Callable[[bytes, Iterable[bytes]], Listing], first: bytes, stream: BinaryIO
+) -> Listing:
+    """A whole foreign manifest; its errors become ManifestError naming the line."""
+    try:
+        with stream:
+            return parse(first, stream)
+    except mtree.SpecError as err:
+        raise ManifestError(path, err.line, str(err)) from None
+    except (OSError, EOFError) as err:
+        raise ManifestError(path, None, f"read failed: {err}") from None
+
+
+def _listed(name: str, path: str, spec: Listing, what: str) -> Side:
+    """A side whose entries were all read up front (foreign formats: not sorted, small)."""
+    entries = spec.entries
+    return Side(
+        name=name,
+        label=path,
+        entries=entries,
+        fs=NO_FILESYSTEM,
+        progress=lambda: (len(entries), 0),
+        close=lambda: None,
+        algorithm=spec.algorithm,
+        lacking=spec.lacking,
+        files_only=spec.files_only,
+        notes=[f"{name} is {what}: {spec.summary}"],
+        is_manifest=True,
+    )
+
+
+def _native(name: str, manifest: NativeManifest) -> Side:
     header = manifest.header
-    recorded = FULL if header.xattrs else FULL - {DiffKind.XATTR}
+    lacking = {} if header.xattrs else {DiffKind.XATTR: "the manifest was written without them"}
     notes = [
         f"{name} is the manifest of {root_label(header)} written {header.created} "
         f"by zverify {header.zverify}"
@@ -17,14 +79,13 @@ def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
         notes.append(f"{name} manifest was written with --one-file-system")
     return Side(
         name=name,
-        label=path,
+        label=manifest.path,
         entries=manifest,
         fs=header.filesystem,
         progress=lambda: (manifest.entries_read, manifest.bytes_read()),
         close=manifest.close,
         algorithm=header.algorithm,
-        recorded=recorded,
-        not_recorded_why="the manifest was written without xattrs",
+        lacking=lacking,
         unverifiable=[f"{u} (when the manifest was written)" for u in header.unverifiable],
         notes=notes,
         is_manifest=True,

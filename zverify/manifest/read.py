@@ -18,12 +18,10 @@ import blake3
 from zverify.entry import Entry
 from zverify.errors import ManifestError
 from zverify.fsinfo import FsInfo
-from zverify.hashing import Algorithm
+from zverify.hashing import DIGEST_SIZES, Algorithm
 from zverify.manifest.escape import unescape
-from zverify.manifest.files import open_input
 from zverify.manifest.format import FORMAT_KEY, VERSION, LineError, parse_entry
 
-DIGEST_SIZES = {Algorithm.XXH3_128: 16, Algorithm.BLAKE3: 32}
 HASH_EVERY = 2048  # lines hashed at once
 
 
@@ -43,14 +41,11 @@ class Header:
 class NativeManifest:
     """One manifest file: its header, then (once) its entries, checked against the trailer."""
 
-    def __init__(self, path: str, keep_xattrs: bool = True) -> None:
+    def __init__(self, path: str, stream: BinaryIO, first: bytes, keep_xattrs: bool) -> None:
+        """stream: positioned after `first`, the header line (read by whoever sniffed it)."""
         self.path = path
         self._keep_xattrs = keep_xattrs
-        try:
-            self._stream: BinaryIO = open_input(path)
-            first = self._stream.readline()
-        except OSError as err:
-            raise ManifestError(path, None, err.strerror or str(err)) from None
+        self._stream = stream
         self._lineno = 1
         self._digest = blake3.blake3()
         self._pending: list[bytes] = [first]

@@ -23,6 +23,8 @@ from zverify import __version__
 from zverify.compare.sizes import SideTally
 from zverify.entry import Entry, Kind
 from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
+from zverify.hashing import Algorithm
+from zverify.manifest import checkfile, mtree
 from zverify.manifest.escape import escape
 from zverify.manifest.format import FORMAT_KEY, VERSION, entry_line
 from zverify.walk import TreeWalk, WalkOptions
@@ -31,11 +33,17 @@ ProgressHook = Callable[[int, int], None]  # (entries, bytes read) so far
 BATCH_LINES = 2048  # lines hashed and written at once
 
 
+FORMATS = ("native", "mtree", "sha256sum", "b3sum")
+
+
 @dataclass
 class WriteSummary:
     entries: int = 0
     counts: Counter[str] = field(default_factory=Counter)
     unreadable: list[bytes] = field(default_factory=list)  # errors and changed-while-read
+    left_out: list[bytes] = field(default_factory=list)  # entries the format cannot hold
+    left_out_why: str = ""
+    dropped: str = ""  # attributes the format cannot express
     du_bytes: int = 0
     du_apparent_bytes: int = 0
 
@@ -149,15 +157,72 @@ class ManifestWriter:
         self._out.write(data)
 
 
+class MtreeWriter:
+    """A full-path BSD mtree spec (see mtree.py)."""
+
+    def __init__(self, out: BinaryIO, root: str) -> None:
+        self._out = out
+        self.summary = WriteSummary(dropped=mtree.DROPPED)
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self._out.write(b"#mtree\n")
+        shown = escape(os.fsencode(os.path.abspath(root)))
+        self._out.write(f"# written by zverify {__version__} from {shown} at {when}\n".encode())
+
+    def add(self, entry: Entry) -> None:
+        self.summary.entries += 1
+        if entry.error is not None or entry.changed is not None:
+            self.summary.unreadable.append(entry.path)
+        self._out.write(mtree.spec_line(entry).encode("ascii") + b"\n")
+
+    def finish(self) -> None:
+        pass
+
+
+class CheckfileWriter:
+    """sha256sum / b3sum checkfiles (see checkfile.py)."""
+
+    def __init__(self, out: BinaryIO, fmt: str) -> None:
+        self._out = out
+        self._utf8_only = fmt == "b3sum"
+        self.summary = WriteSummary(dropped=checkfile.DROPPED)
+        if self._utf8_only:
+            self.summary.left_out_why = "b3sum checks UTF-8 names only"
+
+    def add(self, entry: Entry) -> None:
+        self.summary.entries += 1
+        if entry.error is not None or entry.changed is not None:
+            self.summary.unreadable.append(entry.path)
+        line = checkfile.check_line(entry)
+        if line is None:
+            return
+        if self._utf8_only and not checkfile.utf8(entry.path):
+            self.summary.left_out.append(entry.path)
+            return
+        self._out.write(line)
+
+    def finish(self) -> None:
+        pass
+
+
+def format_algorithm(fmt: str) -> Algorithm | None:
+    """The digest an export format needs (None: the native format takes any)."""
+    if fmt == "mtree":
+        return Algorithm.SHA256
+    return checkfile.FORMATS.get(fmt)
+
+
 def write_manifest(
-    root: str, out: BinaryIO, options: WalkOptions, progress: ProgressHook | None = None
+    root: str,
+    out: BinaryIO,
+    options: WalkOptions,
+    progress: ProgressHook | None = None,
+    fmt: str = "native",
 ) -> WriteSummary:
     """Walk root and write its manifest to out; raises RootError/WalkError (nothing valid
-    is left behind: without its trailer a manifest never verifies)."""
+    is left behind: without its trailer a native manifest never verifies)."""
     walk = TreeWalk(root, options, "TREE")
     try:
-        writer = ManifestWriter(out)
-        writer.write_header(header(root, options))
+        writer = _writer(fmt, out, root, options)
         for n, entry in enumerate(walk):
             writer.add(entry)
             if progress is not None and n % 512 == 0:
@@ -166,3 +231,15 @@ def write_manifest(
     finally:
         walk.close()
     return writer.summary
+
+
+def _writer(
+    fmt: str, out: BinaryIO, root: str, options: WalkOptions
+) -> "ManifestWriter | MtreeWriter | CheckfileWriter":
+    if fmt == "native":
+        writer = ManifestWriter(out)
+        writer.write_header(header(root, options))
+        return writer
+    if fmt == "mtree":
+        return MtreeWriter(out, root)
+    return CheckfileWriter(out, fmt)
