@@ -44,47 +44,64 @@ class LineError(ValueError):
 
 
 def _quoted(data: bytes) -> str:
-    return '"' + escape(data).replace("\\", "\\\\") + '"'
+    text = escape(data)
+    return f'"{text.replace(chr(92), chr(92) * 2)}"' if "\\" in text else f'"{text}"'
 
 
-def entry_line(entry: Entry, group: int | None, owner_names: tuple[str, str] | None) -> str:
+def owner_fields(uid: int, gid: int, names: tuple[str, str] | None) -> str:
+    """The owner part of an entry line; writers cache it per (uid, gid)."""
+    text = f'"uid":{uid},"gid":{gid}'
+    if names is not None:
+        text += f',"user":{json.dumps(names[0])},"group":{json.dumps(names[1])}'
+    return text
+
+
+_type_and_mode_cache: dict[tuple[int, int], str] = {}
+
+
+def _type_and_mode(kind: int, mode: int) -> str:
+    key = (kind, mode)
+    text = _type_and_mode_cache.get(key)
+    if text is None:
+        text = f'"t":"{KIND_NAMES[kind]}","mode":"{stat.S_IMODE(mode):04o}"'
+        _type_and_mode_cache[key] = text
+    return text
+
+
+def entry_line(entry: Entry, group: int | None, owner: str) -> str:
     """The line for one walked entry (without its newline).
 
     group: the hardlink group number of an entry with nlink > 1, else None.
-    owner_names: (user, group) names for display, or None when unknown.
+    owner: owner_fields() of the entry.  This runs once per entry of the tree: one
+    f-string for what every entry has, then only the keys this entry needs.
     """
     kind = entry.kind
-    parts = [
-        f'"p":{_quoted(entry.path)}',
-        f'"t":"{KIND_NAMES[kind]}"',
-        f'"mode":"{stat.S_IMODE(entry.mode):04o}"',
-        f'"uid":{entry.uid}',
-        f'"gid":{entry.gid}',
-    ]
-    if owner_names is not None:
-        parts.append(f'"user":{json.dumps(owner_names[0])},"group":{json.dumps(owner_names[1])}')
-    parts += [f'"mtime":{entry.mtime_ns}', f'"size":{entry.size}', f'"alloc":{entry.alloc}']
+    line = (
+        f'{{"p":{_quoted(entry.path)},{_type_and_mode(kind, entry.mode)},{owner},'
+        f'"mtime":{entry.mtime_ns},"size":{entry.size},"alloc":{entry.alloc}'
+    )
     if kind != Kind.DIR:
-        parts.append(f'"nlink":{entry.nlink}')
+        line += f',"nlink":{entry.nlink}'
         if group is not None:
-            parts.append(f'"hl":{group}')
+            line += f',"hl":{group}'
     if kind == Kind.FILE and entry.data_bytes != entry.size:
-        parts.append(f'"data":{entry.data_bytes}')
+        line += f',"data":{entry.data_bytes}'
     if entry.digest is not None:
-        parts.append(f'"hash":"{entry.digest.hex()}"')
+        line += f',"hash":"{entry.digest.hex()}"'
     if entry.link is not None:
-        parts.append(f'"link":{_quoted(entry.link)}')
-    if kind in (Kind.CHAR, Kind.BLOCK):
-        parts.append(f'"rdev":[{os.major(entry.rdev)},{os.minor(entry.rdev)}]')
+        line += f',"link":{_quoted(entry.link)}'
+    if kind == Kind.CHAR or kind == Kind.BLOCK:
+        line += f',"rdev":[{os.major(entry.rdev)},{os.minor(entry.rdev)}]'
     if entry.xattrs is not None:
-        pairs = ",".join(f"[{_quoted(n)},{_quoted(v)}]" for n, v in entry.xattrs)
-        parts.append(f'"xattrs":[{pairs}]')
+        line += (
+            ',"xattrs":[' + ",".join(f"[{_quoted(n)},{_quoted(v)}]" for n, v in entry.xattrs) + "]"
+        )
     if entry.error is not None:
         op, err, offset = entry.error
-        parts.append(f'"error":["{op}",{err},{offset}]')
+        line += f',"error":["{op}",{err},{offset}]'
     if entry.changed is not None:
-        parts.append(f'"changed":"{entry.changed}"')
-    return "{" + ",".join(parts) + "}"
+        line += f',"changed":"{entry.changed}"'
+    return line + "}"
 
 
 def parse_entry(obj: Any, ordinal: int) -> Entry:

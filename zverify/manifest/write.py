@@ -26,7 +26,7 @@ from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
 from zverify.hashing import Algorithm
 from zverify.manifest import checkfile, mtree
 from zverify.manifest.escape import escape
-from zverify.manifest.format import FORMAT_KEY, VERSION, entry_line
+from zverify.manifest.format import FORMAT_KEY, VERSION, entry_line, owner_fields
 from zverify.walk import TreeWalk, WalkOptions
 
 ProgressHook = Callable[[int, int], None]  # (entries, bytes read) so far
@@ -70,16 +70,17 @@ def header(root: str, options: WalkOptions) -> dict[str, object]:
 
 
 class _Owners:
-    """uid/gid -> names, looked up once each (names are for display only)."""
+    """The owner part of entry lines, per (uid, gid): names are looked up once each."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[int, int], tuple[str, str]] = {}
+        self._cache: dict[tuple[int, int], str] = {}
 
-    def names(self, entry: Entry) -> tuple[str, str]:
+    def fields(self, entry: Entry) -> str:
         key = (entry.uid, entry.gid)
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = (_user(entry.uid), _group(entry.gid))
+            names = (_user(entry.uid), _group(entry.gid))
+            found = self._cache[key] = owner_fields(entry.uid, entry.gid, names)
         return found
 
 
@@ -117,7 +118,7 @@ class ManifestWriter:
         if entry.nlink > 1 and entry.kind != Kind.DIR:
             key = (entry.dev, entry.ino)
             group = self._groups.setdefault(key, len(self._groups) + 1)
-        self._pending.append(entry_line(entry, group, self._owners.names(entry)))
+        self._pending.append(entry_line(entry, group, self._owners.fields(entry)))
         if len(self._pending) >= BATCH_LINES:
             self._flush()
         self._tally.add(entry)
