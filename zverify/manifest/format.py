@@ -104,51 +104,80 @@ def entry_line(entry: Entry, group: int | None, owner: str) -> str:
     return line + "}"
 
 
+_FIELD_ORDER = (
+    "path", "kind", "mode", "uid", "gid", "nlink", "dev", "ino", "rdev", "size", "alloc",
+    "mtime_ns", "ctime_ns", "data_bytes", "hole_bytes", "link", "xattrs", "digest", "error",
+    "changed",
+)  # fmt: skip
+assert _FIELD_ORDER == _FIELDS, "Record fields changed: update parse_entry"
+_modes: dict[str, int] = {}
+
+
 def parse_entry(obj: Any, ordinal: int) -> Entry:
     """An Entry from one decoded entry line; raises LineError naming what is wrong.
 
     The entry's identity for hardlinks and du is (0, inode) with a synthetic inode: the
     group number for hardlinked entries (negated, so it can never equal an ordinal), the
     entry's ordinal otherwise.  Inode numbers never leave the host they belong to.
+    Runs once per entry: the integers are checked in one pass, details only on failure.
     """
     if not isinstance(obj, dict):
         raise LineError("not a JSON object")
     try:
-        kind = KINDS_BY_NAME[_text(obj, "t")]
-        size = _uint(obj, "size")
-        nlink = _uint(obj, "nlink") if kind != Kind.DIR else _uint(obj, "nlink", 2)
-        group = obj.get("hl")
-        if group is not None and (type(group) is not int or nlink < 2):
-            raise LineError("'hl' needs an integer group and nlink > 1")
-        fields = {
-            "path": unescape(_text(obj, "p")),
-            "kind": int(kind),
-            "mode": _TYPE_BITS[kind] | _mode(obj),
-            "uid": _uint(obj, "uid"),
-            "gid": _uint(obj, "gid"),
-            "nlink": nlink,
-            "dev": 0,
-            "ino": -group if group is not None else ordinal,
-            "rdev": _rdev(obj, kind),
-            "size": size,
-            "alloc": _uint(obj, "alloc"),
-            "mtime_ns": _int(obj, "mtime"),
-            "ctime_ns": 0,
-            "data_bytes": _uint(obj, "data", size) if kind == Kind.FILE else 0,
-            "hole_bytes": size - _uint(obj, "data", size) if kind == Kind.FILE else 0,
-            "link": _bytes_or_none(obj, "link"),
-            "xattrs": _xattrs(obj),
-            "digest": _digest(obj),
-            "error": _error(obj),
-            "changed": _changed(obj),
-        }
+        kind = KINDS_BY_NAME[obj["t"]]
+        numbers = (obj["uid"], obj["gid"], obj["mtime"], obj["size"], obj["alloc"])
+        nlink = obj["nlink"] if kind != Kind.DIR else obj.get("nlink", 2)
+    except (KeyError, TypeError) as err:
+        raise LineError(f"missing or unknown value for {err}") from None
+    if not all(type(n) is int for n in (*numbers, nlink)) or min(*numbers[:2], *numbers[3:]) < 0:
+        raise LineError(_bad_number(obj))
+    uid, gid, mtime, size, alloc = numbers
+    group = obj.get("hl")
+    if group is not None and (type(group) is not int or nlink < 2):
+        raise LineError("'hl' needs an integer group and nlink > 1")
+    data = size
+    if kind == Kind.FILE and "data" in obj:
+        data = _uint(obj, "data")
+        if data > size:
+            raise LineError("'data' exceeds 'size'")
+    try:
+        fields = (
+            unescape(_text(obj, "p")),
+            int(kind),
+            _TYPE_BITS[kind] | _mode(obj),
+            uid,
+            gid,
+            nlink,
+            0,
+            -group if group is not None else ordinal,
+            _rdev(obj, kind),
+            size,
+            alloc,
+            mtime,
+            0,
+            data if kind == Kind.FILE else 0,
+            size - data if kind == Kind.FILE else 0,
+            _bytes_or_none(obj, "link"),
+            _xattrs(obj),
+            _digest(obj),
+            _error(obj),
+            _changed(obj),
+        )
     except KeyError as err:
         raise LineError(f"missing or unknown value for {err}") from None
     except ValueError as err:
         raise LineError(str(err)) from None
-    if kind == Kind.SYMLINK and fields["link"] is None and fields["error"] is None:
+    if kind == Kind.SYMLINK and fields[15] is None and fields[18] is None:
         raise LineError("a symlink without 'link'")
-    return Entry(fields[name] for name in _FIELDS)
+    return Entry(fields)
+
+
+def _bad_number(obj: dict[str, Any]) -> str:
+    for key in ("uid", "gid", "mtime", "size", "alloc", "nlink"):
+        value = obj.get(key, 0)
+        if type(value) is not int or (key not in ("mtime",) and value < 0):
+            return f"{key!r} must be a non-negative integer"
+    return "bad number"
 
 
 def _text(obj: dict[str, Any], key: str) -> str:
@@ -175,10 +204,15 @@ def _uint(obj: dict[str, Any], key: str, default: int | None = None) -> int:
 
 
 def _mode(obj: dict[str, Any]) -> int:
-    text = _text(obj, "mode")
-    if not (1 <= len(text) <= 4 and all(c in "01234567" for c in text)):
-        raise LineError(f"'mode' must be octal permission bits, not {text!r}")
-    return int(text, 8)
+    text = obj["mode"]
+    bits = _modes.get(text)
+    if bits is None:
+        if not (
+            isinstance(text, str) and 1 <= len(text) <= 4 and all(c in "01234567" for c in text)
+        ):
+            raise LineError(f"'mode' must be octal permission bits, not {text!r}")
+        bits = _modes[text] = int(text, 8)
+    return bits
 
 
 def _rdev(obj: dict[str, Any], kind: Kind) -> int:
@@ -195,9 +229,11 @@ def _bytes_or_none(obj: dict[str, Any], key: str) -> bytes | None:
 
 
 def _xattrs(obj: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...] | None:
-    if "xattrs" not in obj:
+    pairs = obj.get("xattrs")
+    if pairs is None:
         return None
-    pairs = obj["xattrs"]
+    if pairs == []:
+        return ()
     if not isinstance(pairs, list) or not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in pairs
     ):
