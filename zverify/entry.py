@@ -13,6 +13,10 @@ from zverify import _zvcore
 
 Entry = _zvcore.Record
 
+# The size of a file whose recorded form carries only a digest (a BagIt manifest): never
+# compared, and counted as 0 bytes in the du tables.
+SIZE_NOT_RECORDED = -1
+
 
 class Kind(enum.IntEnum):
     FILE = _zvcore.KIND_FILE
@@ -53,3 +57,8 @@ def error_text(entry: Entry) -> str | None:
     op, err, offset = entry.error
     where = f" at byte {offset}" if offset >= 0 else ""
     return f"{op}{where}: {os.strerror(err)}"
+
+
+def known_size(entry: Entry) -> int:
+    """st_size, or 0 when it was not recorded."""
+    return entry.size if entry.size >= 0 else 0

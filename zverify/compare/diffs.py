@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 
 from zverify.compare.policy import ComparePolicy, DiffKind
-from zverify.entry import Entry, Kind, error_text, permissions
+from zverify.entry import SIZE_NOT_RECORDED, Entry, Kind, error_text, permissions
 from zverify.pathnames import display
 
 JsonValue = str | int | None
@@ -83,10 +83,11 @@ def _payload_difference(src: Entry, dst: Entry) -> list[Difference]:
         if src.digest is None or dst.digest is None:
             side = "SRC" if src.digest is None else "DST"
             return [Difference(src.path, DiffKind.ERROR, f"{side}: content was not hashed")]
-        if src.size != dst.size:
+        if src.size != dst.size and min(src.size, dst.size) != SIZE_NOT_RECORDED:
             return [_content(src, dst, f"size {src.size} -> {dst.size}")]
         if src.digest != dst.digest:
-            return [_content(src, dst, "same size, different bytes")]
+            same = "same size" if src.size == dst.size else "size not recorded"
+            return [_content(src, dst, f"{same}, different bytes")]
     elif src.kind == Kind.SYMLINK and src.link != dst.link:
         (left, left_esc), (right, right_esc) = display(src.link or b""), display(dst.link or b"")
         detail = f"-> {left!r} vs -> {right!r}"

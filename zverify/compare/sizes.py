@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from zverify.entry import Entry, Kind
+from zverify.entry import Entry, Kind, known_size
 from zverify.identity import Identity, inode_identity
 
 
@@ -41,15 +41,16 @@ class SideTally:
     def add(self, entry: Entry) -> None:
         # called for every entry of both trees: plain ints, no enum lookups
         self._by_kind[entry.kind] += 1
+        size = entry.size if entry.size >= 0 else 0  # SIZE_NOT_RECORDED counts as 0
         self.naive_bytes += entry.alloc
-        self.naive_apparent_bytes += entry.size
+        self.naive_apparent_bytes += size
         if entry.nlink > 1 and entry.kind != Kind.DIR:
             key = self._identity(entry)
             if key in self._seen:
                 return
             self._seen.add(key)
         self.du_bytes += entry.alloc
-        self.du_apparent_bytes += entry.size
+        self.du_apparent_bytes += size
 
     @property
     def hardlink_savings(self) -> tuple[int, int]:
@@ -85,11 +86,11 @@ class Explanation:
         self.allocated[component] += allocated
 
     def add_only(self, component: str, entry: Entry, sign: int) -> None:
-        self.add(component, sign * entry.size, sign * entry.alloc)
+        self.add(component, sign * known_size(entry), sign * entry.alloc)
 
     def add_pair(self, src: Entry, dst: Entry, same_payload: bool) -> None:
         """A path in both trees; same_payload: same type and same bytes/target."""
-        d_apparent, d_alloc = dst.size - src.size, dst.alloc - src.alloc
+        d_apparent, d_alloc = known_size(dst) - known_size(src), dst.alloc - src.alloc
         if not same_payload:
             self.add("content", d_apparent, d_alloc)
         elif src.kind == Kind.DIR:
@@ -126,7 +127,7 @@ class Explanation:
 def _sparse_share(src: Entry, dst: Entry, d_alloc: int) -> int:
     """The part of a file's allocation change explained by data extents
     (holes filled or punched), never more than the change itself."""
-    if src.kind != Kind.FILE:
+    if src.kind != Kind.FILE or min(src.size, dst.size) < 0:  # a size not recorded
         return 0
     d_data = dst.data_bytes - src.data_bytes
     if d_data == 0 or (d_data > 0) != (d_alloc > 0) or d_alloc == 0:

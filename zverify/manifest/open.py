@@ -5,13 +5,14 @@
 %%%% HASHDEEP-1.0           a hashdeep known-file list (hashdeep.py): file contents
 """
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 from zverify.compare.policy import DiffKind
 from zverify.compare.sides import Side
 from zverify.errors import ManifestError
-from zverify.manifest import hashdeep, mtree
+from zverify.manifest import bagit, hashdeep, mtree
 from zverify.manifest.files import open_input
 from zverify.manifest.listing import NO_FILESYSTEM, Listing
 from zverify.manifest.read import NativeManifest, root_label
@@ -29,6 +30,9 @@ def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
         if first.startswith(b"%%%% HASHDEEP"):
             listing = _read(path, hashdeep.parse, first, stream)
             return _listed(name, path, listing, "a hashdeep list")
+        if bagit.looks_like_bag(first):
+            parse_bag = functools.partial(bagit.parse, path)
+            return _listed(name, path, _read(path, parse_bag, first, stream), "a BagIt bag")
         if mtree.looks_like_spec(first):
             return _listed(name, path, _read(path, mtree.parse, first, stream), "an mtree spec")
         return _native(name, NativeManifest(path, stream, first, keep_xattrs))
@@ -46,6 +50,8 @@ def _read(
             return parse(first, stream)
     except mtree.SpecError as err:
         raise ManifestError(path, err.line, str(err)) from None
+    except bagit.BagError as err:
+        raise ManifestError(path, None, f"the bag is damaged: {err}") from None
     except (OSError, EOFError) as err:
         raise ManifestError(path, None, f"read failed: {err}") from None
 
