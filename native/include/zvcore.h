@@ -43,6 +43,8 @@ enum zv_kind {
     ZV_KIND_UNKNOWN = 8,
 };
 
+#define ZV_MAX_EXTENTS 65536 /* data extents kept per file; beyond, only data_bytes */
+
 enum zv_hash_algo {
     ZV_HASH_NONE = 0,   /* stat, extents and xattrs only */
     ZV_HASH_XXH3_128 = 1,
@@ -80,6 +82,10 @@ typedef struct zv_record {
     uint64_t data_bytes; /* bytes in data extents (SEEK_DATA), files only; a file
                             whose allocation covers its size counts as all data */
     uint64_t hole_bytes; /* size - data_bytes */
+    uint64_t *extents;   /* data extents of a file with holes, as start,end pairs (end
+                            exclusive); NULL when the file has no holes, or more than
+                            ZV_MAX_EXTENTS of them (data_bytes is exact either way) */
+    size_t n_extents;
     char *link;          /* symlink target, not NUL-terminated in meaning */
     size_t link_len;
     char *xattrs;        /* sequence of: name '\0' u32be(len) value */

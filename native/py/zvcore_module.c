@@ -43,6 +43,7 @@ static PyStructSequence_Field record_fields[] = {
     {"digest", "XXH3-128 canonical digest (16 bytes) or None"},
     {"error", "(operation, errno, offset) or None"},
     {"changed", "None, 'replaced' or 'modified'"},
+    {"extents", "data extents ((start, end), ...) of a file with holes, else None"},
     {NULL, NULL},
 };
 
@@ -50,7 +51,7 @@ static PyStructSequence_Desc record_desc = {
     "zverify._zvcore.Record",
     "One entry of a walk, as the C core saw it.",
     record_fields,
-    20,
+    21,
 };
 
 typedef struct {
@@ -86,6 +87,25 @@ static PyObject *xattrs_tuple(const zv_record *r)
     return t;
 }
 
+static PyObject *extents_tuple(const zv_record *r)
+{
+    if (!r->extents)
+        Py_RETURN_NONE;
+    PyObject *t = PyTuple_New((Py_ssize_t)r->n_extents);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < r->n_extents; i++) {
+        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)r->extents[2 * i],
+                                       (unsigned long long)r->extents[2 * i + 1]);
+        if (!pair) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, pair);
+    }
+    return t;
+}
+
 static PyObject *error_tuple(const zv_record *r)
 {
     if (r->err_op == ZV_OP_NONE)
@@ -114,7 +134,7 @@ static PyObject *record_to_python(const zv_record *r)
     PyObject *rec = PyStructSequence_New(&RecordType);
     if (!rec)
         return NULL;
-    PyObject *items[20] = {
+    PyObject *items[21] = {
         PyBytes_FromStringAndSize(r->path, (Py_ssize_t)r->path_len),
         PyLong_FromLong(r->kind),
         PyLong_FromUnsignedLong(r->mode),
@@ -135,10 +155,11 @@ static PyObject *record_to_python(const zv_record *r)
         optional_bytes((const char *)r->digest, 16, r->has_digest),
         error_tuple(r),
         changed_value(r),
+        extents_tuple(r),
     };
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < 21; i++) {
         if (!items[i]) {
-            for (int j = 0; j < 20; j++)
+            for (int j = 0; j < 21; j++)
                 Py_XDECREF(items[j]);
             Py_DECREF(rec);
             return NULL;

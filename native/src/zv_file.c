@@ -109,6 +109,36 @@ static int hash_range(int fd, uint64_t off, uint64_t end, zv_record *r, const zv
 }
 
 /*
+ * Remember one data extent of a file with holes.  More than ZV_MAX_EXTENTS: the map is
+ * dropped (only data_bytes stays), so a pathological file cannot exhaust memory; no memory
+ * for it: the entry is an error, like any other allocation failure.
+ */
+static void note_extent(zv_record *r, uint64_t start, uint64_t end, int *overflow)
+{
+    if (*overflow || end <= start)
+        return;
+    if (r->n_extents >= ZV_MAX_EXTENTS) {
+        free(r->extents);
+        r->extents = NULL;
+        r->n_extents = 0;
+        *overflow = 1;
+        return;
+    }
+    if ((r->n_extents & (r->n_extents - 1)) == 0) { /* 0, 1, 2, 4, ...: grow to twice */
+        size_t cap = r->n_extents ? r->n_extents * 2 : 1;
+        uint64_t *p = realloc(r->extents, cap * 2 * sizeof *p);
+        if (!p) {
+            set_error(r, ZV_OP_SEEK, ENOMEM, (int64_t)start);
+            return;
+        }
+        r->extents = p;
+    }
+    r->extents[2 * r->n_extents] = start;
+    r->extents[2 * r->n_extents + 1] = end;
+    r->n_extents++;
+}
+
+/*
  * Walk the data extents of the file.  Where the filesystem cannot tell
  * (EINVAL), the whole file counts as data.
  */
@@ -122,7 +152,7 @@ static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned c
      * of small files).  Compressed filesystems allocate less than the size,
      * so their files are still mapped.
      */
-    int can_seek = r->alloc < size;
+    int can_seek = r->alloc < size, overflow = 0;
     while (off < size) {
         uint64_t dstart = off, dend = size;
         if (can_seek) {
@@ -137,6 +167,8 @@ static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned c
                 dend = (h < 0 || (uint64_t)h > size) ? size : (uint64_t)h;
             }
         }
+        if (can_seek)
+            note_extent(r, dstart, dend, &overflow);
         if (st && dstart > off)
             hash_zeros(st, dstart - off);
         if (opt->algo != ZV_HASH_NONE &&
@@ -147,6 +179,11 @@ static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned c
     }
     r->data_bytes = data;
     r->hole_bytes = size - data;
+    if (r->hole_bytes == 0 || !can_seek) { /* no holes after all: no map to keep */
+        free(r->extents);
+        r->extents = NULL;
+        r->n_extents = 0;
+    }
 }
 
 static int same_content_stat(const zv_record *r, const struct stat *st)

@@ -400,7 +400,10 @@ void zv_record_free(zv_record *r)
     free(r->path);
     free(r->link);
     free(r->xattrs);
+    free(r->extents);
     r->path = r->link = r->xattrs = NULL;
+    r->extents = NULL;
+    r->n_extents = 0;
 }
 
 const char *zv_op_name(int op)

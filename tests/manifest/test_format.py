@@ -65,12 +65,24 @@ GOOD = {"p": "f", "t": "file", "mode": "0644", "uid": 0, "gid": 0, "mtime": 1, "
         ({"error": ["read", 5]}, "'error' must be"),
         ({"changed": "maybe"}, "'changed' must be"),
         ({"p": "a\\q"}, "not an escaped byte string"),
+        ({"size": 9, "data": 4, "extents": [[0, 2], [1, 3]]}, "sorted, disjoint"),
+        ({"size": 9, "data": 4, "extents": [[0, 2]]}, "add up to 'data'"),
     ],
 )
 def test_bad_values_are_refused_by_name(change: dict[str, object], message: str) -> None:
     assert parse_entry(GOOD, 1).size == 1
     with pytest.raises(LineError, match=message):
         parse_entry({**GOOD, **change}, 1)
+
+
+def test_the_hole_map_of_a_sparse_file_is_recorded(rich_tree: Path) -> None:
+    walk = TreeWalk(rich_tree, WalkOptions(threads=1))
+    sparse = next(e for e in walk if e.path == b"sparse-small")
+    walk.close()
+    line = json.loads(entry_line(sparse, None, owner_fields(0, 0, None)))
+    starts = [start for start, _ in line["extents"]]
+    assert starts[0] == 0 and starts[-1] >= (1 << 20) - 4096  # "head" ... "tail"
+    assert sum(end - start for start, end in line["extents"]) == line["data"] < line["size"]
 
 
 def test_a_symlink_needs_its_target() -> None:

@@ -35,6 +35,7 @@ def rec(path: bytes, kind: int = _zvcore.KIND_FILE, **kw: object) -> _zvcore.Rec
         digest=b"d" * 16,
         error=None,
         changed=None,
+        extents=None,
     )
     fields.update(kw)
     return _zvcore.Record(list(fields.values()))

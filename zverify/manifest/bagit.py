@@ -165,5 +165,5 @@ def _check_oxum(bag: Path, files: int) -> None:
 def _file(path: bytes, digest: bytes, ordinal: int) -> Entry:
     return Entry((
         path, int(Kind.FILE), stat.S_IFREG, 0, 0, 1, 0, ordinal, 0, SIZE_NOT_RECORDED, 0, 0, 0,
-        0, 0, None, None, digest, None, None,
+        0, 0, None, None, digest, None, None, None,
     ))  # fmt: skip

@@ -86,6 +86,8 @@ def entry_line(entry: Entry, group: int | None, owner: str) -> str:
             line += f',"hl":{group}'
     if kind == Kind.FILE and entry.data_bytes != entry.size:
         line += f',"data":{entry.data_bytes}'
+        if entry.extents is not None:
+            line += ',"extents":[' + ",".join(f"[{a},{b}]" for a, b in entry.extents) + "]"
     if entry.digest is not None:
         line += f',"hash":"{entry.digest.hex()}"'
     if entry.link is not None:
@@ -107,7 +109,7 @@ def entry_line(entry: Entry, group: int | None, owner: str) -> str:
 _FIELD_ORDER = (
     "path", "kind", "mode", "uid", "gid", "nlink", "dev", "ino", "rdev", "size", "alloc",
     "mtime_ns", "ctime_ns", "data_bytes", "hole_bytes", "link", "xattrs", "digest", "error",
-    "changed",
+    "changed", "extents",
 )  # fmt: skip
 assert _FIELD_ORDER == _FIELDS, "Record fields changed: update parse_entry"
 _modes: dict[str, int] = {}
@@ -162,6 +164,7 @@ def parse_entry(obj: Any, ordinal: int) -> Entry:
             _digest(obj),
             _error(obj),
             _changed(obj),
+            _extents(obj, data) if kind == Kind.FILE else None,
         )
     except KeyError as err:
         raise LineError(f"missing or unknown value for {err}") from None
@@ -265,6 +268,25 @@ def _error(obj: dict[str, Any]) -> tuple[str, int, int] | None:
     ):
         raise LineError("'error' must be [operation, errno, offset]")
     return value[0], value[1], value[2]
+
+
+def _extents(obj: dict[str, Any], data: int) -> tuple[tuple[int, int], ...] | None:
+    """The data extents of a sparse file: sorted, disjoint, adding up to 'data'."""
+    pairs = obj.get("extents")
+    if pairs is None:
+        return None
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(type(n) is int for n in p) for p in pairs
+    ):
+        raise LineError("'extents' must be a list of [start, end] integers")
+    end = 0
+    for a, b in pairs:
+        if not end <= a < b:
+            raise LineError("'extents' must be sorted, disjoint and non-empty")
+        end = b
+    if sum(b - a for a, b in pairs) != data or end > obj["size"]:
+        raise LineError("'extents' do not add up to 'data' within 'size'")
+    return tuple((a, b) for a, b in pairs)
 
 
 def _changed(obj: dict[str, Any]) -> str | None:

@@ -105,6 +105,6 @@ def _file(path: bytes, size: int, digest: bytes | None, ordinal: int) -> Entry:
     fields |= {
         "path": path, "kind": int(Kind.FILE), "mode": stat.S_IFREG, "nlink": 1, "ino": ordinal,
         "size": size, "data_bytes": size, "link": None, "xattrs": None, "digest": digest,
-        "error": None, "changed": None,
+        "error": None, "changed": None, "extents": None,
     }  # fmt: skip
     return Entry(fields[name] for name in Entry.__match_args__)

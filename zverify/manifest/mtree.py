@@ -268,6 +268,7 @@ def _entry(
         "digest": digest,
         "error": None,
         "changed": None,
+        "extents": None,
     }
     return Entry(fields[name] for name in Entry.__match_args__)
 
