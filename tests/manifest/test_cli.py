@@ -1,0 +1,56 @@
+"""`zverify manifest` through the installed console script: usage errors, stdout, and no
+half-written file ever left where the manifest should be."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.manifest.helpers import run
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--format", "tar"], "unknown --format 'tar'"),
+        (["--hash", "sha256"], "native manifests hold xxh3-128 or blake3 digests"),
+        (["--format", "b3sum", "--hash", "sha256"], "--format b3sum holds blake3 digests"),
+        (["--hash", "md4"], "unknown hash algorithm 'md4'"),
+        (["--threads", "0"], "--threads must be between 1 and 256"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    rich_tree: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = tmp_path / "m.zvm"
+    done = run("manifest", str(rich_tree), "-o", str(out), *args)
+    lines = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not out.exists()
+
+
+def test_unreadable_root_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "m.zvm"
+    done = run("manifest", str(tmp_path / "absent"), "-o", str(out))
+    assert done.returncode == 2 and b"cannot read TREE root" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_into_a_directory_is_refused(rich_tree: Path, tmp_path: Path) -> None:
+    done = run("manifest", str(rich_tree), "-o", str(tmp_path))
+    assert done.returncode == 2 and b"is a directory" in done.stderr
+
+
+def test_stdout_manifest_compares_from_stdin(rich_tree: Path) -> None:
+    written = run("manifest", "-q", str(rich_tree), "-o", "-")
+    assert written.returncode == 0 and written.stdout.startswith(b'{"zverify_manifest":1,')
+    checked = run("compare", "-q", "-", str(rich_tree), stdin=written.stdout)
+    assert checked.returncode == 0, checked.stderr.decode()
+
+
+def test_an_existing_manifest_is_replaced_whole(rich_tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.zvm.gz"
+    out.write_bytes(b"old")
+    assert run("manifest", "-q", str(rich_tree), "-o", str(out)).returncode == 0
+    assert out.read_bytes()[:2] == b"\x1f\x8b"  # gzip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zvm.gz"]
+    assert run("compare", "-q", str(out), str(rich_tree)).returncode == 0
