@@ -1,6 +1,7 @@
 """`zverify manifest` through the installed console script: usage errors, stdout, and no
 half-written file ever left where the manifest should be."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,23 @@ def test_an_existing_manifest_is_replaced_whole(rich_tree: Path, tmp_path: Path)
     assert out.read_bytes()[:2] == b"\x1f\x8b"  # gzip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zvm.gz"]
     assert run("compare", "-q", str(out), str(rich_tree)).returncode == 0
+
+
+def test_one_file_system_carries_over_to_the_live_side(tmp_path: Path) -> None:
+    """A manifest written with -x leaves out what is mounted below; the tree it is compared
+    with is walked the same way, or every file of the mount would show as extra."""
+    tree = tmp_path / "tree"
+    (tree / "mnt").mkdir(parents=True)
+    (tree / "file").write_bytes(b"x")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "none", str(tree / "mnt")], check=False)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        (tree / "mnt/inside").write_bytes(b"y")
+        out = tmp_path / "x.zvm"
+        assert run("manifest", "-q", "-x", str(tree), "-o", str(out)).returncode == 0
+        done = run("compare", str(out), str(tree))
+        assert done.returncode == 0, done.stdout.decode()
+        assert b"--one-file-system: so is the other side walked" in done.stdout
+    finally:
+        subprocess.run(["umount", str(tree / "mnt")], check=True)

@@ -31,6 +31,7 @@ class Side:
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     is_manifest: bool = False
+    one_file_system: bool = False  # recorded with -x: the live side must not cross mounts
 
 
 def is_manifest_path(path: str) -> bool:

@@ -51,7 +51,7 @@ def compare_trees(
             algorithm=chosen,
             threads=threads or default_threads(),
             xattrs=policy.needs_xattrs,
-            one_file_system=one_file_system,
+            one_file_system=one_file_system or any(s.one_file_system for s in opened.values()),
         )
         for name in SIDES:
             if name not in opened:

@@ -82,7 +82,7 @@ def _native(name: str, manifest: NativeManifest) -> Side:
         f"by zverify {header.zverify}"
     ]
     if header.one_file_system:
-        notes.append(f"{name} manifest was written with --one-file-system")
+        notes.append(f"{name} was written with --one-file-system: so is the other side walked")
     return Side(
         name=name,
         label=manifest.path,
@@ -95,4 +95,5 @@ def _native(name: str, manifest: NativeManifest) -> Side:
         unverifiable=[f"{u} (when the manifest was written)" for u in header.unverifiable],
         notes=notes,
         is_manifest=True,
+        one_file_system=header.one_file_system,
     )
