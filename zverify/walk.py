@@ -70,11 +70,16 @@ class TreeWalk:
         self._py_bytes = 0
 
     def __iter__(self) -> Iterator[Entry]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[Entry]]:
+        """The entries in the C core's batches, for consumers that work a list at a time."""
         try:
             for batch in self._walker:
                 if self._pool is not None:
                     batch = self._hash_batch(batch)
-                yield from batch
+                yield batch
         except _zvcore.WalkError as err:
             raise WalkError(self.side, os.fsdecode(self.root), err.strerror or str(err)) from None
 

@@ -13,9 +13,12 @@ _ESCAPED = re.compile(r"\\x([0-9a-f]{2})")
 _VALID = re.compile(r"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\x[0-9a-f]{2})*")
 
 
+_SAFE = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
+
+
 def escape(data: bytes) -> str:
     """Printable ASCII, with \\xHH for every other byte and for `\\` and `"`."""
-    if _NEEDS_ESCAPE.search(data) is None:
+    if not data.translate(None, _SAFE):  # nothing but safe bytes: the common case, fast
         return data.decode("ascii")
     return _NEEDS_ESCAPE.sub(lambda m: b"\\x%02x" % m.group()[0], data).decode("ascii")
 

@@ -114,17 +114,23 @@ class ManifestWriter:
         self._emit(json.dumps(fields, separators=(",", ":")))
 
     def add(self, entry: Entry) -> None:
-        group = None
-        if entry.nlink > 1 and entry.kind != Kind.DIR:
-            key = (entry.dev, entry.ino)
-            group = self._groups.setdefault(key, len(self._groups) + 1)
-        self._pending.append(entry_line(entry, group, self._owners.fields(entry)))
-        if len(self._pending) >= BATCH_LINES:
+        self.add_batch([entry])
+
+    def add_batch(self, batch: list[Entry]) -> None:
+        """Once per batch of the walk, not per entry: the loop below is the writer's cost."""
+        pending, groups = self._pending, self._groups
+        owners, tally_add = self._owners, self._tally.add
+        for entry in batch:
+            group = None
+            if entry.nlink > 1 and entry.kind != Kind.DIR:
+                group = groups.setdefault((entry.dev, entry.ino), len(groups) + 1)
+            pending.append(entry_line(entry, group, owners.fields(entry)))
+            tally_add(entry)
+            if entry.error is not None or entry.changed is not None:
+                self.summary.unreadable.append(entry.path)
+        self.summary.entries += len(batch)
+        if len(pending) >= BATCH_LINES:
             self._flush()
-        self._tally.add(entry)
-        self.summary.entries += 1
-        if entry.error is not None or entry.changed is not None:
-            self.summary.unreadable.append(entry.path)
 
     def finish(self) -> None:
         tally = self._tally
@@ -169,11 +175,12 @@ class MtreeWriter:
         shown = escape(os.fsencode(os.path.abspath(root)))
         self._out.write(f"# written by zverify {__version__} from {shown} at {when}\n".encode())
 
-    def add(self, entry: Entry) -> None:
-        self.summary.entries += 1
-        if entry.error is not None or entry.changed is not None:
-            self.summary.unreadable.append(entry.path)
-        self._out.write(mtree.spec_line(entry).encode("ascii") + b"\n")
+    def add_batch(self, batch: list[Entry]) -> None:
+        for entry in batch:
+            self.summary.entries += 1
+            if entry.error is not None or entry.changed is not None:
+                self.summary.unreadable.append(entry.path)
+            self._out.write(mtree.spec_line(entry).encode("ascii") + b"\n")
 
     def finish(self) -> None:
         pass
@@ -189,7 +196,11 @@ class CheckfileWriter:
         if self._utf8_only:
             self.summary.left_out_why = "b3sum checks UTF-8 names only"
 
-    def add(self, entry: Entry) -> None:
+    def add_batch(self, batch: list[Entry]) -> None:
+        for entry in batch:
+            self._add(entry)
+
+    def _add(self, entry: Entry) -> None:
         self.summary.entries += 1
         if entry.error is not None or entry.changed is not None:
             self.summary.unreadable.append(entry.path)
@@ -224,9 +235,9 @@ def write_manifest(
     walk = TreeWalk(root, options, "TREE")
     try:
         writer = _writer(fmt, out, root, options)
-        for n, entry in enumerate(walk):
-            writer.add(entry)
-            if progress is not None and n % 512 == 0:
+        for batch in walk.batches():
+            writer.add_batch(batch)
+            if progress is not None:
                 progress(*walk.progress())
         writer.finish()
     finally:
