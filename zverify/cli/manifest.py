@@ -9,8 +9,7 @@ import typer
 from zverify import exitcodes
 from zverify.errors import UsageError
 from zverify.hashing import Algorithm, parse_algorithm
-from zverify.manifest.files import STDIO, atomic_output
-from zverify.manifest.write import FORMATS, format_algorithm, write_manifest
+from zverify.manifest import FORMATS, STDIO
 from zverify.pathnames import for_terminal
 from zverify.progress import entry_progress, wanted
 from zverify.walk import WalkOptions, default_threads
@@ -24,7 +23,7 @@ def manifest(
         str, typer.Option("--output", "-o", help="Manifest file (.zst/.gz compress), - = stdout.")
     ],
     fmt: Annotated[
-        str, typer.Option("--format", help=f"{', '.join(FORMATS)} (lossy but mtree/sums).")
+        str, typer.Option("--format", help=f"{', '.join(FORMATS)}; all but native lose attributes.")
     ] = "native",
     hash_name: Annotated[
         str | None, typer.Option("--hash", help="xxh3-128 (default) or blake3.")
@@ -52,6 +51,10 @@ def manifest(
         xattrs=True,
         one_file_system=one_file_system,
     )
+    # imported here: the writers are not needed by any other command
+    from zverify.manifest.files import atomic_output
+    from zverify.manifest.write import write_manifest
+
     show = wanted(quiet) and output != STDIO
     with entry_progress(show, "recording") as hook, atomic_output(output) as out:
         summary = write_manifest(tree, out, options, progress=hook, fmt=fmt)
@@ -88,6 +91,8 @@ def _algorithm(fmt: str, hash_name: str | None) -> Algorithm:
         asked = parse_algorithm(hash_name) if hash_name is not None else None
     except ValueError as err:
         raise UsageError(str(err)) from None
+    from zverify.manifest.write import format_algorithm
+
     needed = format_algorithm(fmt)
     if needed is not None and asked not in (None, needed):
         raise UsageError(f"--format {fmt} holds {needed} digests, not {asked}")

@@ -5,3 +5,8 @@ ASCII); write.py records a live walk into it; read.py turns a manifest back into
 canonical entry stream the comparison engine takes; exports/ and imports/ speak the formats
 other tools use (mtree, checkfiles, BagIt, hashdeep).
 """
+
+# The formats `zverify manifest --format` writes; here so the CLI can name them without
+# importing the writers (every zverify command loads the CLI).
+FORMATS = ("native", "mtree", "sha256sum", "b3sum")
+STDIO = "-"  # an --output or compare side that means stdout / stdin

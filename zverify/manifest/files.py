@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-import zstandard
-
-STDIO = "-"
+from zverify.manifest import STDIO
 
 
 def compression_of(path: str) -> str | None:
@@ -49,6 +47,8 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
 @contextmanager
 def _compressing(raw: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
     if compression == "zst":
+        import zstandard  # only when used: every command loads this module
+
         with zstandard.ZstdCompressor(level=3).stream_writer(raw, closefd=False) as out:
             yield out
     elif compression == "gz":
@@ -67,6 +67,8 @@ def open_input(path: str) -> BinaryIO:
         return gzip.open(path, "rb")  # type: ignore[return-value]
     raw = open(path, "rb")  # noqa: SIM115 (the caller closes the returned stream)
     if compression == "zst":
+        import zstandard
+
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
         return io.BufferedReader(reader)
     return raw

@@ -33,9 +33,6 @@ ProgressHook = Callable[[int, int], None]  # (entries, bytes read) so far
 BATCH_LINES = 2048  # lines hashed and written at once
 
 
-FORMATS = ("native", "mtree", "sha256sum", "b3sum")
-
-
 @dataclass
 class WriteSummary:
     entries: int = 0
