@@ -33,6 +33,17 @@ class Kind(enum.IntEnum):
         return _LABELS[self]
 
 
+# st_mode's file-type bits of each kind, for entries rebuilt from a manifest.
+TYPE_BITS = {
+    Kind.FILE: stat.S_IFREG,
+    Kind.DIR: stat.S_IFDIR,
+    Kind.SYMLINK: stat.S_IFLNK,
+    Kind.FIFO: stat.S_IFIFO,
+    Kind.SOCKET: stat.S_IFSOCK,
+    Kind.CHAR: stat.S_IFCHR,
+    Kind.BLOCK: stat.S_IFBLK,
+    Kind.UNKNOWN: 0,
+}
 _LABELS = {
     Kind.FILE: "file",
     Kind.DIR: "dir",

@@ -30,7 +30,6 @@ class Side:
     files_only: bool = False  # lists regular files only (checkfile formats): no directories
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    is_manifest: bool = False
     one_file_system: bool = False  # recorded with -x: the live side must not cross mounts
 
 

@@ -13,16 +13,14 @@ as missing and extra, never as identical).  A manifest records no sizes, modes, 
 times or hardlinks, and no directories.
 """
 
-import hashlib
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from zverify.compare.policy import DiffKind
-from zverify.entry import SIZE_NOT_RECORDED, Entry, Kind
-from zverify.hashing import DIGEST_SIZES, Algorithm
-from zverify.manifest.listing import Listing
+from zverify.entry import SIZE_NOT_RECORDED, Kind
+from zverify.hashing import DIGEST_SIZES, Algorithm, new_hasher
+from zverify.manifest.listing import Listing, recorded_entry
 from zverify.manifest.mtree import SpecError
 from zverify.pathnames import sort_key
 
@@ -66,7 +64,10 @@ def parse(bagit_txt: str, first: bytes, rest: Iterable[bytes]) -> Listing:
     chosen = min(usable, key=lambda m: list(ALGORITHMS).index(names[m]))  # strongest first
     digests = listed[chosen]
     _check_oxum(bag, len(digests))
-    entries = [_file(p, digests[p], n) for n, p in enumerate(sorted(digests, key=sort_key), 1)]
+    entries = [
+        recorded_entry(p, Kind.FILE, n, size=SIZE_NOT_RECORDED, digest=digests[p])
+        for n, p in enumerate(sorted(digests, key=sort_key), 1)
+    ]
     skipped = [m.name for m in manifests if m not in usable]
     summary = (
         f"{len(entries):,} payload files, {usable[chosen]} digests from {chosen.name}, "
@@ -141,7 +142,10 @@ def _check_tag_manifests(bag: Path) -> None:
             expected = _digest(tagmanifest.name, number, checksum, algorithm)
             target = bag / name
             try:
-                actual = hashlib.new(algorithm.value, target.read_bytes()).digest()
+                data = target.read_bytes()
+                hasher = new_hasher(algorithm, len(data))
+                hasher.update(data)
+                actual = hasher.digest()
             except OSError as err:
                 raise BagError(tagmanifest.name, number, f"{name}: {err.strerror}") from None
             if actual != expected:
@@ -160,10 +164,3 @@ def _check_oxum(bag: Path, files: int) -> None:
         raise BagError(info.name, None, f"Payload-Oxum {oxum!r} is not octets.count")
     if int(count) != files:
         raise BagError(info.name, None, f"Payload-Oxum counts {count} files, the manifest {files}")
-
-
-def _file(path: bytes, digest: bytes, ordinal: int) -> Entry:
-    return Entry((
-        path, int(Kind.FILE), stat.S_IFREG, 0, 0, 1, 0, ordinal, 0, SIZE_NOT_RECORDED, 0, 0, 0,
-        0, 0, None, None, digest, None, None, None,
-    ))  # fmt: skip

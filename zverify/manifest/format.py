@@ -18,7 +18,7 @@ import os
 import stat
 from typing import Any
 
-from zverify.entry import Entry, Kind
+from zverify.entry import TYPE_BITS, Entry, Kind
 from zverify.manifest.escape import escape, unescape
 
 FORMAT_KEY = "zverify_manifest"
@@ -26,16 +26,6 @@ VERSION = 1
 
 KIND_NAMES: dict[int, str] = {kind: kind.label for kind in Kind}
 KINDS_BY_NAME = {kind.label: kind for kind in Kind}
-_TYPE_BITS = {
-    Kind.FILE: stat.S_IFREG,
-    Kind.DIR: stat.S_IFDIR,
-    Kind.SYMLINK: stat.S_IFLNK,
-    Kind.FIFO: stat.S_IFIFO,
-    Kind.SOCKET: stat.S_IFSOCK,
-    Kind.CHAR: stat.S_IFCHR,
-    Kind.BLOCK: stat.S_IFBLK,
-    Kind.UNKNOWN: 0,
-}
 _FIELDS = Entry.__match_args__
 
 
@@ -146,7 +136,7 @@ def parse_entry(obj: Any, ordinal: int) -> Entry:
         fields = (
             unescape(_text(obj, "p")),
             int(kind),
-            _TYPE_BITS[kind] | _mode(obj),
+            TYPE_BITS[kind] | _mode(obj),
             uid,
             gid,
             nlink,

@@ -13,13 +13,12 @@ a line that does not parse ends the comparison with exit 2.
 """
 
 import os
-import stat
 from collections.abc import Iterable
 
 from zverify.compare.policy import DiffKind
 from zverify.entry import Entry, Kind
 from zverify.hashing import DIGEST_SIZES, Algorithm
-from zverify.manifest.listing import Listing
+from zverify.manifest.listing import Listing, recorded_entry
 from zverify.manifest.mtree import SpecError
 from zverify.pathnames import sort_key
 
@@ -61,11 +60,10 @@ def parse(first: bytes, lines: Iterable[bytes]) -> Listing:
     return _listing(rows, algorithm)
 
 
-def _listing(
-    rows: list[tuple[int, int, dict[str, str], bytes]], algorithm: Algorithm | None
-) -> Listing:
+def _listing(rows: list[Row], algorithm: Algorithm | None) -> Listing:
     names = [name.removeprefix(b"./") for _, _, _, name in rows]
-    root = _common_directory(names) if names and all(n.startswith(b"/") for n in names) else b""
+    absolute = bool(names) and all(n.startswith(b"/") for n in names)
+    root = os.path.commonpath([os.path.dirname(n) for n in names]) if absolute else b""
     entries: dict[bytes, Entry] = {}
     for (number, size, digests, _), name in zip(rows, names, strict=True):
         path = name[len(root) :].lstrip(b"/") if root else name
@@ -79,7 +77,9 @@ def _listing(
                 raise SpecError(number, f"bad {algorithm} digest") from None
             if len(digest) != DIGEST_SIZES[algorithm]:
                 raise SpecError(number, f"{algorithm} digest of the wrong length")
-        entries[path] = _file(path, size, digest, len(entries) + 1)
+        entries[path] = recorded_entry(
+            path, Kind.FILE, len(entries) + 1, size=size, data_bytes=size, digest=digest
+        )
     lacking = dict(LACKING)
     if algorithm is None:
         lacking[DiffKind.CONTENT] = "the list has no sha256, sha1 or md5 column"
@@ -87,24 +87,3 @@ def _listing(
     summary = f"{len(entries):,} files, {algorithm or 'no usable'} digests, {where}"
     ordered = [entries[p] for p in sorted(entries, key=sort_key)]
     return Listing(ordered, algorithm, lacking, files_only=True, summary=summary)
-
-
-def _common_directory(names: list[bytes]) -> bytes:
-    parts = [n.split(b"/")[:-1] for n in names]
-    common = parts[0]
-    for other in parts[1:]:
-        n = 0
-        while n < min(len(common), len(other)) and common[n] == other[n]:
-            n += 1
-        common = common[:n]
-    return b"/".join(common)
-
-
-def _file(path: bytes, size: int, digest: bytes | None, ordinal: int) -> Entry:
-    fields: dict[str, object] = {name: 0 for name in Entry.__match_args__}
-    fields |= {
-        "path": path, "kind": int(Kind.FILE), "mode": stat.S_IFREG, "nlink": 1, "ino": ordinal,
-        "size": size, "data_bytes": size, "link": None, "xattrs": None, "digest": digest,
-        "error": None, "changed": None, "extents": None,
-    }  # fmt: skip
-    return Entry(fields[name] for name in Entry.__match_args__)

@@ -9,11 +9,25 @@ is listed with the reason, and compare refuses to check it rather than pass it u
 from dataclasses import dataclass, field
 
 from zverify.compare.policy import DiffKind
-from zverify.entry import Entry
+from zverify.entry import TYPE_BITS, Entry, Kind
 from zverify.fsinfo import FsInfo
 from zverify.hashing import Algorithm
 
 NO_FILESYSTEM = FsInfo("unknown filesystem", "(not recorded)", "")
+_ABSENT: dict[str, object] = {
+    **{name: 0 for name in Entry.__match_args__},
+    **{name: None for name in ("link", "xattrs", "digest", "error", "changed", "extents")},
+}
+
+
+def recorded_entry(
+    path: bytes, kind: Kind, ino: int, permissions: int = 0, **fields: object
+) -> Entry:
+    """An entry of a foreign format: what it records, 0 or None for the rest; ino is the
+    entry's identity within its listing (see format.parse_entry)."""
+    values = {**_ABSENT, "path": path, "kind": int(kind), "ino": ino, "nlink": 1, **fields}
+    values["mode"] = TYPE_BITS[kind] | permissions
+    return Entry(values[name] for name in Entry.__match_args__)
 
 
 @dataclass

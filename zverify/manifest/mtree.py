@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from zverify.compare.policy import DiffKind
 from zverify.entry import Entry, Kind
 from zverify.hashing import DIGEST_SIZES, Algorithm
-from zverify.manifest.listing import Listing
+from zverify.manifest.listing import Listing, recorded_entry
 from zverify.pathnames import sort_key
 
 DROPPED = "hardlink groups (only nlink), xattrs, ACLs, holes, allocated sizes, symlink owners"
@@ -37,15 +37,6 @@ _TYPE_NAMES = {
     Kind.BLOCK: "block",
 }
 _KINDS = {name: kind for kind, name in _TYPE_NAMES.items()}
-_TYPE_BITS = {
-    Kind.FILE: stat.S_IFREG,
-    Kind.DIR: stat.S_IFDIR,
-    Kind.SYMLINK: stat.S_IFLNK,
-    Kind.FIFO: stat.S_IFIFO,
-    Kind.SOCKET: stat.S_IFSOCK,
-    Kind.CHAR: stat.S_IFCHR,
-    Kind.BLOCK: stat.S_IFBLK,
-}
 # digest keywords, strongest first: the live side is hashed with the first every file has
 _DIGESTS = {
     "sha512": Algorithm.SHA512,
@@ -148,14 +139,10 @@ def _logical_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, str]]:
 
 def parse(first: bytes, rest: Iterable[bytes]) -> Listing:
     """All entries of a spec, sorted; raises SpecError naming the line."""
-    return parse_spec(itertools.chain([first], rest))
-
-
-def parse_spec(lines: Iterable[bytes]) -> Listing:
     defaults: dict[str, str] = {}
     cwd: list[bytes] = []
     found: dict[bytes, tuple[int, dict[str, str]]] = {}
-    for number, text in _logical_lines(lines):
+    for number, text in _logical_lines(itertools.chain([first], rest)):
         words = text.split()
         head = words[0]
         try:
@@ -247,30 +234,21 @@ def _entry(
         digest = bytes.fromhex(kw[algorithm.value])
         if len(digest) != DIGEST_SIZES[algorithm]:
             raise ValueError(f"{algorithm} digest of the wrong length")
-    fields = {
-        "path": path,
-        "kind": int(kind),
-        "mode": _TYPE_BITS[kind] | (int(kw["mode"], 8) & 0o7777 if "mode" in kw else 0),
-        "uid": int(kw.get("uid", "0")),
-        "gid": int(kw.get("gid", "0")),
-        "nlink": nlink,
-        "dev": 0,
-        "ino": ino,
-        "rdev": _device(kw["device"]) if "device" in kw else 0,
-        "size": size,
-        "alloc": 0,
-        "mtime_ns": _time(kw["time"]) if "time" in kw else 0,
-        "ctime_ns": 0,
-        "data_bytes": size if kind == Kind.FILE else 0,
-        "hole_bytes": 0,
-        "link": unescape_name(kw["link"]) if "link" in kw else None,
-        "xattrs": None,
-        "digest": digest,
-        "error": None,
-        "changed": None,
-        "extents": None,
-    }
-    return Entry(fields[name] for name in Entry.__match_args__)
+    return recorded_entry(
+        path,
+        kind,
+        ino,
+        int(kw["mode"], 8) & 0o7777 if "mode" in kw else 0,
+        uid=int(kw.get("uid", "0")),
+        gid=int(kw.get("gid", "0")),
+        nlink=nlink,
+        rdev=_device(kw["device"]) if "device" in kw else 0,
+        size=size,
+        mtime_ns=_time(kw["time"]) if "time" in kw else 0,
+        data_bytes=size if kind == Kind.FILE else 0,
+        link=unescape_name(kw["link"]) if "link" in kw else None,
+        digest=digest,
+    )
 
 
 def _time(text: str) -> int:

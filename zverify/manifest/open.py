@@ -70,7 +70,6 @@ def _listed(name: str, path: str, spec: Listing, what: str) -> Side:
         lacking=spec.lacking,
         files_only=spec.files_only,
         notes=[f"{name} is {what}: {spec.summary}"],
-        is_manifest=True,
     )
 
 
@@ -94,6 +93,5 @@ def _native(name: str, manifest: NativeManifest) -> Side:
         lacking=lacking,
         unverifiable=[f"{u} (when the manifest was written)" for u in header.unverifiable],
         notes=notes,
-        is_manifest=True,
         one_file_system=header.one_file_system,
     )

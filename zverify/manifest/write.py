@@ -12,7 +12,6 @@ import json
 import os
 import pwd
 import socket
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -36,13 +35,10 @@ BATCH_LINES = 2048  # lines hashed and written at once
 @dataclass
 class WriteSummary:
     entries: int = 0
-    counts: Counter[str] = field(default_factory=Counter)
     unreadable: list[bytes] = field(default_factory=list)  # errors and changed-while-read
     left_out: list[bytes] = field(default_factory=list)  # entries the format cannot hold
     left_out_why: str = ""
     dropped: str = ""  # attributes the format cannot express
-    du_bytes: int = 0
-    du_apparent_bytes: int = 0
 
 
 def header(root: str, options: WalkOptions) -> dict[str, object]:
@@ -110,9 +106,6 @@ class ManifestWriter:
     def write_header(self, fields: dict[str, object]) -> None:
         self._emit(json.dumps(fields, separators=(",", ":")))
 
-    def add(self, entry: Entry) -> None:
-        self.add_batch([entry])
-
     def add_batch(self, batch: list[Entry]) -> None:
         """Once per batch of the walk, not per entry: the loop below is the writer's cost."""
         pending, groups = self._pending, self._groups
@@ -131,11 +124,6 @@ class ManifestWriter:
 
     def finish(self) -> None:
         tally = self._tally
-        self.summary.counts = Counter(tally.counts)
-        self.summary.du_bytes, self.summary.du_apparent_bytes = (
-            tally.du_bytes,
-            tally.du_apparent_bytes,
-        )
         end = {
             "entries": self.summary.entries,
             "counts": dict(sorted(tally.counts.items())),
