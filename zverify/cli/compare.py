@@ -5,10 +5,9 @@ from typing import Annotated
 
 import typer
 
+from zverify.cli.options import algorithm_option, check_threads
 from zverify.compare.policy import PROFILES, ComparePolicy
 from zverify.compare.trees import compare_trees
-from zverify.errors import UsageError
-from zverify.hashing import parse_algorithm
 from zverify.progress import entry_progress, wanted
 from zverify.report import json as json_report
 from zverify.report import text as text_report
@@ -42,12 +41,8 @@ def compare(
     """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
 
     Either side may be a manifest written by `zverify manifest` (a file, or - for stdin)."""
-    try:
-        algorithm = parse_algorithm(hash_name) if hash_name is not None else None
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    if threads is not None and not 1 <= threads <= 256:
-        raise UsageError("--threads must be between 1 and 256")
+    algorithm = algorithm_option(hash_name)
+    check_threads(threads)
     policy = ComparePolicy.build(profile, ignore, mtime_window)
 
     with entry_progress(wanted(quiet or as_json), "comparing") as hook:

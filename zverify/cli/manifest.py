@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from zverify import exitcodes
+from zverify.cli.options import algorithm_option, check_threads
 from zverify.errors import UsageError
-from zverify.hashing import Algorithm, parse_algorithm
+from zverify.hashing import Algorithm
 from zverify.manifest import FORMATS, STDIO
 from zverify.pathnames import for_terminal
 from zverify.progress import entry_progress, wanted
@@ -41,8 +42,7 @@ def manifest(
     Exit 0 when every entry was read, 2 when any could not be (they are recorded as
     errors, and any comparison against them will exit 2 too)."""
     algorithm = _algorithm(fmt, hash_name)
-    if threads is not None and not 1 <= threads <= 256:
-        raise UsageError("--threads must be between 1 and 256")
+    check_threads(threads)
     if output != STDIO and os.path.isdir(output):
         raise UsageError(f"--output {output!r} is a directory")
     options = WalkOptions(
@@ -87,10 +87,7 @@ def _listed(paths: list[bytes]) -> str:
 def _algorithm(fmt: str, hash_name: str | None) -> Algorithm:
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose from {', '.join(FORMATS)})")
-    try:
-        asked = parse_algorithm(hash_name) if hash_name is not None else None
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    asked = algorithm_option(hash_name)
     from zverify.manifest.write import format_algorithm
 
     needed = format_algorithm(fmt)
