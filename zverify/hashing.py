@@ -8,10 +8,7 @@ by other tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
 """
 
 import enum
-import hashlib
 from typing import Protocol
-
-import blake3
 
 
 class Algorithm(enum.StrEnum):
@@ -42,11 +39,17 @@ class Hasher(Protocol):
 
 def new_hasher(algorithm: Algorithm, size: int) -> Hasher:
     """A fresh hasher for a file of `size` bytes (not for XXH3-128: that one is in C)."""
+    # imported on first use: loading OpenSSL's hashlib and the blake3 binding costs ~10 ms of
+    # start-up that the default (XXH3-128, in C) never needs
     if algorithm is Algorithm.BLAKE3:
+        import blake3
+
         threads = blake3.blake3.AUTO if size > MULTITHREADED_BLAKE3 else 1
         return blake3.blake3(max_threads=threads)
     if algorithm is Algorithm.XXH3_128:
         raise ValueError("XXH3-128 is computed by the C core")
+    import hashlib
+
     return hashlib.new(algorithm.value)
 
 

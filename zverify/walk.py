@@ -11,13 +11,16 @@ import errno
 import os
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zverify import _zvcore
 from zverify.entry import Entry, Kind
 from zverify.errors import RootError, WalkError
 from zverify.hashing import Algorithm, new_hasher
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 # 128 KiB reads keep each block in L2 between the kernel's copy and the hash;
 # 1 MiB blocks measured 2.5x slower on a hot page cache (bench/test_core.py).
@@ -66,7 +69,11 @@ class TreeWalk:
         except MemoryError:
             raise WalkError(side, os.fsdecode(self.root), "out of memory") from None
         in_python = options.hash_content and not in_c
-        self._pool = ThreadPoolExecutor(options.threads) if in_python else None
+        self._pool: ThreadPoolExecutor | None = None
+        if in_python:  # imported here: concurrent.futures (and logging) cost ~5 ms of start-up
+            from concurrent import futures
+
+            self._pool = futures.ThreadPoolExecutor(options.threads)
         self._py_bytes = 0
 
     def __iter__(self) -> Iterator[Entry]:

@@ -5,12 +5,7 @@ from typing import Annotated
 
 import typer
 
-from zverify.cli.options import algorithm_option, check_threads
 from zverify.compare.policy import PROFILES, ComparePolicy
-from zverify.compare.trees import compare_trees
-from zverify.progress import entry_progress, wanted
-from zverify.report import json as json_report
-from zverify.report import text as text_report
 
 
 def compare(
@@ -41,6 +36,13 @@ def compare(
     """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
 
     Either side may be a manifest written by `zverify manifest` (a file, or - for stdin)."""
+    # imported here, not at the top: `zverify --help` and the other commands never load them
+    from zverify.cli.options import algorithm_option, check_threads
+    from zverify.compare.trees import compare_trees
+    from zverify.progress import entry_progress, wanted
+    from zverify.report import json as json_report
+    from zverify.report import text as text_report
+
     algorithm = algorithm_option(hash_name)
     check_threads(threads)
     policy = ComparePolicy.build(profile, ignore, mtime_window)

@@ -2,18 +2,16 @@
 
 import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from zverify import exitcodes
-from zverify.cli.options import algorithm_option, check_threads
 from zverify.errors import UsageError
-from zverify.hashing import Algorithm
 from zverify.manifest import FORMATS, STDIO
-from zverify.pathnames import for_terminal
-from zverify.progress import entry_progress, wanted
-from zverify.walk import WalkOptions, default_threads
+
+if TYPE_CHECKING:
+    from zverify.hashing import Algorithm
 
 SHOWN_PATHS = 10
 
@@ -41,6 +39,13 @@ def manifest(
 
     Exit 0 when every entry was read, 2 when any could not be (they are recorded as
     errors, and any comparison against them will exit 2 too)."""
+    # imported here, not at the top: `zverify --help` and the other commands never load them
+    from zverify.cli.options import check_threads
+    from zverify.manifest.files import atomic_output
+    from zverify.manifest.write import write_manifest
+    from zverify.progress import entry_progress, wanted
+    from zverify.walk import WalkOptions, default_threads
+
     algorithm = _algorithm(fmt, hash_name)
     check_threads(threads)
     if output != STDIO and os.path.isdir(output):
@@ -51,10 +56,6 @@ def manifest(
         xattrs=True,
         one_file_system=one_file_system,
     )
-    # imported here: the writers are not needed by any other command
-    from zverify.manifest.files import atomic_output
-    from zverify.manifest.write import write_manifest
-
     show = wanted(quiet) and output != STDIO
     with entry_progress(show, "recording") as hook, atomic_output(output) as out:
         summary = write_manifest(tree, out, options, progress=hook, fmt=fmt)
@@ -79,17 +80,21 @@ def manifest(
 
 
 def _listed(paths: list[bytes]) -> str:
+    from zverify.pathnames import for_terminal
+
     shown = ", ".join(for_terminal(p) or "." for p in paths[:SHOWN_PATHS])
     more = len(paths) - SHOWN_PATHS
     return shown + (f" and {more:,} more" if more > 0 else "")
 
 
-def _algorithm(fmt: str, hash_name: str | None) -> Algorithm:
+def _algorithm(fmt: str, hash_name: str | None) -> "Algorithm":
+    from zverify.cli.options import algorithm_option
+    from zverify.hashing import Algorithm
+    from zverify.manifest.write import format_algorithm
+
     if fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r} (choose from {', '.join(FORMATS)})")
     asked = algorithm_option(hash_name)
-    from zverify.manifest.write import format_algorithm
-
     needed = format_algorithm(fmt)
     if needed is not None and asked not in (None, needed):
         raise UsageError(f"--format {fmt} holds {needed} digests, not {asked}")

@@ -13,7 +13,6 @@ timeout.  Two ways to call, chosen by what the answer is for:
 import contextlib
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from typing import IO
 
@@ -59,6 +58,8 @@ def mounted_snapshot(snapshot: str) -> Iterator[str]:
     """A read-only mount of snapshot (`pool/ds@name`) on a new temporary directory, for a
     dataset that is not mounted itself (so `.zfs/snapshot` is out of reach); unmounted
     after.  A snapshot cannot change, so mounting it changes nothing on the pool."""
+    import tempfile  # here: only the commands that run zfs pay for importing it
+
     with tempfile.TemporaryDirectory(prefix="zverify-snap-") as where:
         _run("mount", ("-t", "zfs", "-o", "ro", snapshot, where), TIMEOUT)
         try:
@@ -115,6 +116,8 @@ def receiving(target: str) -> Iterator[int]:
     never take what it got for a complete stream; a receive killed midway applies nothing.
     """
     args = ["receive", "-u", target]
+    import tempfile
+
     with tempfile.TemporaryFile() as errors:
         proc = popen(args, stdin=subprocess.PIPE, stdout=errors, stderr=errors)
         assert proc.stdin is not None

@@ -1,0 +1,96 @@
+"""Start-up time of the installed `zverify` command, against the 60 ms target.
+
+Run by hand (never collected by the test suite):
+
+    python bench/startup.py [--runs 9] [--scratch /var/tmp/zverify-bench]
+
+Times, as wall-clock medians of interleaved runs of a plain `pip install .` (bench/installed.py:
+what users run, with compiled bytecode): the bare interpreter of that venv (the floor no
+Python program can beat), `zverify --help`, `zverify compare` of two empty directories and
+`zverify stream --help`.  Then prints the ten slowest imports of `zverify compare` (`python -X
+importtime`), so a regression shows which module brought it.  Exit 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import installed_zverify
+
+TARGET_MS = 60.0
+
+
+def wall_ms(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return (time.perf_counter() - start) * 1000
+
+
+def slowest_imports(python: Path, argv: list[str], count: int) -> list[tuple[int, str]]:
+    """(cumulative µs, module) of the top-level imports `python -X importtime` reports."""
+    run = subprocess.run(
+        [str(python), "-X", "importtime", "-m", "zverify", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    rows = []
+    for line in run.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line[len("import time:") :].split("|")
+        if name.startswith("   "):  # nested deeper than one level: counted in its parent
+            continue
+        rows.append((int(cumulative), name.strip()))
+    return sorted(rows, reverse=True)[:count]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--scratch", type=Path, default=Path("/var/tmp/zverify-bench"))
+    args = ap.parse_args()
+    script = installed_zverify(args.scratch)
+    python = script.parent / "python"
+    with tempfile.TemporaryDirectory() as tmp:
+        empty_src, empty_dst = Path(tmp, "a"), Path(tmp, "b")
+        empty_src.mkdir()
+        empty_dst.mkdir()
+        cases = {
+            "python -c pass (floor)": [str(python), "-c", "pass"],
+            "zverify --help": [str(script), "--help"],
+            "zverify compare EMPTY EMPTY": [str(script), "compare", str(empty_src), str(empty_dst)],
+            "zverify stream --help": [str(script), "stream", "--help"],
+        }
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for argv in cases.values():  # warm-up: page cache, bytecode
+            wall_ms(argv)
+        for _ in range(args.runs):
+            for name, argv in cases.items():
+                times[name].append(wall_ms(argv))
+        imports = slowest_imports(python, ["compare", str(empty_src), str(empty_dst)], 10)
+    print(f"installed zverify: {script}  (median of {args.runs}, load {os.getloadavg()[0]:.2f})")
+    missed = 0
+    for name, samples in times.items():
+        median = statistics.median(samples)
+        gated = name.startswith("zverify")
+        verdict = ("ok" if median <= TARGET_MS else "MISSED") if gated else ""
+        missed += verdict == "MISSED"
+        print(f"  {name:30} {median:7.1f} ms  {verdict}")
+    print(f"target: every zverify command <= {TARGET_MS:.0f} ms")
+    print("slowest top-level imports of `zverify compare`:")
+    for micros, name in imports:
+        print(f"  {micros / 1000:7.1f} ms  {name}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
