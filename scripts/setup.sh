@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-    build-essential libxxhash-dev        # the C core
+    build-essential libxxhash-dev        # the C core: XXH3 ...
+    librust-blake3-dev                   # ... and BLAKE3's official C sources (setup.py)
     rsync tar coreutils attr acl         # real copies and metadata tools in tests
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
     hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/

@@ -1,10 +1,11 @@
 """Walk one tree: a Python facade over the C walker.
 
 TreeWalk turns options into a zverify._zvcore.Walker, flattens its batches
-into an iterator of entries, and exposes counters for progress bars.  With
-any digest but XXH3-128 the C core only stats and maps files; this module
-then hashes each batch's files in a thread pool (the `blake3` binding,
-hashlib and os.preadv release the GIL, so the threads run in parallel).
+into an iterator of entries, and exposes counters for progress bars.  XXH3-128
+and BLAKE3 are hashed by the C workers.  For the SHA-2 family (only used to
+check lists written by other tools) the C core only stats and maps files; this
+module then hashes each batch's files in a thread pool (hashlib and os.preadv
+release the GIL, so the threads run in parallel).
 """
 
 import errno
@@ -34,6 +35,10 @@ _DIGEST, _ERROR, _CHANGED = (
 )
 
 
+# Hashed by the C workers; the others (SHA-2, only to check other tools' lists) in Python.
+C_ALGORITHMS = {Algorithm.XXH3_128: _zvcore.ALGO_XXH3_128, Algorithm.BLAKE3: _zvcore.ALGO_BLAKE3}
+
+
 def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 64))
 
@@ -54,11 +59,12 @@ class TreeWalk:
         self.root = os.fsencode(root)
         self.side = side
         self.options = options
-        in_c = options.hash_content and options.algorithm is Algorithm.XXH3_128
+        c_algo = C_ALGORITHMS.get(options.algorithm) if options.hash_content else None
+        in_c = c_algo is not None
         try:
             self._walker = _zvcore.Walker(
                 self.root,
-                algo=_zvcore.ALGO_XXH3_128 if in_c else _zvcore.ALGO_NONE,
+                algo=c_algo if c_algo is not None else _zvcore.ALGO_NONE,
                 threads=options.threads,
                 block_size=READ_BLOCK,
                 one_file_system=options.one_file_system,

@@ -48,7 +48,9 @@ enum zv_kind {
 enum zv_hash_algo {
     ZV_HASH_NONE = 0,   /* stat, extents and xattrs only */
     ZV_HASH_XXH3_128 = 1,
+    ZV_HASH_BLAKE3 = 2,
 };
+#define ZV_DIGEST_MAX 32 /* bytes of the longest digest (BLAKE3) */
 
 /* The operation that failed, so a message can say what was being done. */
 enum zv_op {
@@ -91,7 +93,8 @@ typedef struct zv_record {
     char *xattrs;        /* sequence of: name '\0' u32be(len) value */
     size_t xattrs_len;
     int has_xattrs;      /* 0: not read (error or kind without xattrs) */
-    unsigned char digest[16];
+    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical (16 bytes) or BLAKE3 (32) */
+    size_t digest_len;
     int has_digest;
     int err_op;          /* enum zv_op; ZV_OP_NONE = no error */
     int err_errno;

@@ -40,7 +40,7 @@ static PyStructSequence_Field record_fields[] = {
     {"hole_bytes", "bytes inside holes (files)"},
     {"link", "symlink target (bytes) or None"},
     {"xattrs", "tuple of (name, value) bytes pairs, sorted, or None if unread"},
-    {"digest", "XXH3-128 canonical digest (16 bytes) or None"},
+    {"digest", "XXH3-128 canonical (16 bytes) or BLAKE3 (32 bytes) digest, or None"},
     {"error", "(operation, errno, offset) or None"},
     {"changed", "None, 'replaced' or 'modified'"},
     {"extents", "data extents ((start, end), ...) of a file with holes, else None"},
@@ -152,7 +152,7 @@ static PyObject *record_to_python(const zv_record *r)
         PyLong_FromUnsignedLongLong(r->hole_bytes),
         optional_bytes(r->link, r->link_len, r->link != NULL),
         xattrs_tuple(r),
-        optional_bytes((const char *)r->digest, 16, r->has_digest),
+        optional_bytes((const char *)r->digest, r->digest_len, r->has_digest),
         error_tuple(r),
         changed_value(r),
         extents_tuple(r),
@@ -342,6 +342,7 @@ static int add_constants(PyObject *m)
         {"KIND_SOCKET", ZV_KIND_SOCKET},   {"KIND_CHAR", ZV_KIND_CHAR},
         {"KIND_BLOCK", ZV_KIND_BLOCK},     {"KIND_UNKNOWN", ZV_KIND_UNKNOWN},
         {"ALGO_NONE", ZV_HASH_NONE},       {"ALGO_XXH3_128", ZV_HASH_XXH3_128},
+        {"ALGO_BLAKE3", ZV_HASH_BLAKE3},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
         if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)

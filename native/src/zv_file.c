@@ -1,6 +1,6 @@
 /*
  * zv_file.c — everything done with one open regular file: map its data
- * extents (SEEK_DATA/SEEK_HOLE), hash its bytes with XXH3-128, read its
+ * extents (SEEK_DATA/SEEK_HOLE), hash its bytes (zv_hash.h), read its
  * xattrs, and notice if it changed underneath us.
  *
  * Holes are hashed as zeros without being read: the digest is that of the
@@ -17,52 +17,8 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 static const unsigned char zero_block[65536];
-
-/*
- * Which XXH3 build hashes: the AVX2 one when the CPU has it, else Debian's
- * library.  ZVERIFY_XXH=baseline forces the library (tests compare both).
- */
-static int avx2_enabled(void)
-{
-    static int decided = -1;
-    int v = __atomic_load_n(&decided, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *force = getenv("ZVERIFY_XXH");
-        v = zv_xxh_avx2_usable() && !(force && !strcmp(force, "baseline"));
-        __atomic_store_n(&decided, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
-static void xxh_reset(XXH3_state_t *st)
-{
-    if (avx2_enabled())
-        zv_xxh_avx2_reset(st);
-    else
-        XXH3_128bits_reset(st);
-}
-
-static void xxh_update(XXH3_state_t *st, const void *data, size_t len)
-{
-    if (avx2_enabled())
-        zv_xxh_avx2_update(st, data, len);
-    else
-        XXH3_128bits_update(st, data, len);
-}
-
-static void xxh_digest(const XXH3_state_t *st, unsigned char out[16])
-{
-    if (avx2_enabled()) {
-        zv_xxh_avx2_digest(st, out);
-        return;
-    }
-    XXH128_canonical_t canon;
-    XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
-    memcpy(out, canon.digest, 16);
-}
 
 static void set_error(zv_record *r, int op, int err, int64_t offset)
 {
@@ -73,18 +29,18 @@ static void set_error(zv_record *r, int op, int err, int64_t offset)
     r->err_offset = offset;
 }
 
-static void hash_zeros(XXH3_state_t *st, uint64_t len)
+static void hash_zeros(zv_hasher *st, uint64_t len)
 {
     while (len > 0) {
         size_t n = len < sizeof zero_block ? (size_t)len : sizeof zero_block;
-        xxh_update(st, zero_block, n);
+        zv_hasher_update(st, zero_block, n);
         len -= n;
     }
 }
 
 /* Read [off, end) into the hash; returns 0 or -1 with the error recorded. */
 static int hash_range(int fd, uint64_t off, uint64_t end, zv_record *r, const zv_options *opt,
-                      unsigned char *buf, XXH3_state_t *st, uint64_t *bytes_counter)
+                      unsigned char *buf, zv_hasher *st, uint64_t *bytes_counter)
 {
     while (off < end) {
         uint64_t want = end - off;
@@ -101,7 +57,7 @@ static int hash_range(int fd, uint64_t off, uint64_t end, zv_record *r, const zv
             return -1;
         }
         if (st)
-            xxh_update(st, buf, (size_t)got);
+            zv_hasher_update(st, buf, (size_t)got);
         off += (uint64_t)got;
         __atomic_add_fetch(bytes_counter, (uint64_t)got, __ATOMIC_RELAXED);
     }
@@ -143,7 +99,7 @@ static void note_extent(zv_record *r, uint64_t start, uint64_t end, int *overflo
  * (EINVAL), the whole file counts as data.
  */
 static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
-                         XXH3_state_t *st, uint64_t *bytes_counter)
+                         zv_hasher *st, uint64_t *bytes_counter)
 {
     uint64_t size = r->size, off = 0, data = 0;
     /*
@@ -194,7 +150,7 @@ static int same_content_stat(const zv_record *r, const struct stat *st)
 }
 
 void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
-                  void *xxh_state, uint64_t *bytes_counter)
+                  zv_hasher *st, uint64_t *bytes_counter)
 {
     struct stat before, after;
     if (fstat(fd, &before) < 0) {
@@ -209,9 +165,8 @@ void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *bu
         r->changed = ZV_CHANGE_MODIFIED;
         return;
     }
-    XXH3_state_t *st = opt->algo == ZV_HASH_XXH3_128 ? xxh_state : NULL;
     if (st)
-        xxh_reset(st);
+        zv_hasher_reset(st);
     if (r->size > opt->block_size)
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     scan_extents(fd, r, opt, buf, st, bytes_counter);
@@ -224,7 +179,7 @@ void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *bu
         return;
     }
     if (st) {
-        xxh_digest(st, r->digest);
+        r->digest_len = zv_hasher_digest(st, r->digest);
         r->has_digest = 1;
     }
 }

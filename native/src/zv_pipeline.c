@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #define RING_SLOTS 4096
 /* The consumer gathers records for up to this long before returning a
@@ -185,11 +184,12 @@ static void *worker_main(void *arg)
 {
     struct zv_walk *w = arg;
     unsigned char *buf = malloc(w->opt.block_size);
-    XXH3_state_t *st = XXH3_createState(); /* 64-byte aligned by the library */
+    zv_hasher *st = w->opt.algo == ZV_HASH_NONE ? NULL : zv_hasher_new(w->opt.algo);
+    int ready = w->opt.algo == ZV_HASH_NONE || st != NULL;
     pthread_mutex_lock(&w->lock);
     for (zv_slot *s; (s = claim_next(w)) != NULL;) {
         pthread_mutex_unlock(&w->lock);
-        if (buf && st)
+        if (buf && ready)
             zv_file_scan(s->fd, &s->rec, &w->opt, buf, st, &w->bytes);
         else
             s->rec.err_op = ZV_OP_READ, s->rec.err_errno = ENOMEM;
@@ -202,7 +202,7 @@ static void *worker_main(void *arg)
             pthread_cond_signal(&w->space_cv);
     }
     pthread_mutex_unlock(&w->lock);
-    XXH3_freeState(st);
+    zv_hasher_free(st);
     free(buf);
     return NULL;
 }
@@ -325,7 +325,7 @@ int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *er
 {
     *out = NULL;
     *err_no = 0;
-    if (!root || !opt || opt->algo < ZV_HASH_NONE || opt->algo > ZV_HASH_XXH3_128)
+    if (!root || !opt || opt->algo < ZV_HASH_NONE || opt->algo > ZV_HASH_BLAKE3)
         return ZV_EINVAL;
     zv_walk *w = calloc(1, sizeof *w);
     if (!w)

@@ -8,7 +8,7 @@
  * against the xxhash Python package).  On a hot page cache this halves the
  * hashing CPU of large files.
  */
-#include "zv_file.h"
+#include "zv_hash.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC target("avx2")

@@ -61,11 +61,19 @@ def _have_xxhash_headers() -> bool:
     return probe.returncode == 0
 
 
+def _blake3_args() -> list[str]:
+    """-I, -D and sources of the packaged BLAKE3 C implementation (as setup.py builds it)."""
+    script = REPO / "native/blake3_sources.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def _build(out: Path) -> None:
     sources = [str(SOURCE), *sorted(str(p) for p in (REPO / "native/src").glob("*.c"))]
     includes = [f"-I{REPO / 'native/include'}", f"-I{REPO / 'native/src'}"]
     flags = CFLAGS + (ASAN_FLAGS if SANITIZE else [])
-    cmd = ["gcc", *flags, *includes, *sources, "-lxxhash", "-o", str(out)]
+    cmd = ["gcc", *flags, *includes, *sources, *_blake3_args(), "-lxxhash", "-o", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=_without_preload())
     assert done.returncode == 0, done.stderr
 

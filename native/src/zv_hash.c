@@ -1,0 +1,97 @@
+/*
+ * zv_hash.c — the content hasher of the walk's workers (zv_hash.h).
+ *
+ * BLAKE3 runs here, in the C workers, rather than through the Python binding: the
+ * binding cost a Python thread hop and a GIL round-trip per file, ~3x slower than b3sum
+ * on trees of small files.  The sources are not in this repository: setup.py compiles the
+ * ones Debian packages (native/blake3_sources.py says where they are).
+ */
+#include "zv_hash.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "blake3.h"
+
+struct zv_hasher {
+    int algo;
+    XXH3_state_t *xxh; /* 64-byte aligned by the library */
+    blake3_hasher b3;
+};
+
+/*
+ * Which XXH3 build hashes: the AVX2 one when the CPU has it, else Debian's
+ * library.  ZVERIFY_XXH=baseline forces the library (tests compare both).
+ */
+static int avx2_enabled(void)
+{
+    static int decided = -1;
+    int v = __atomic_load_n(&decided, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *force = getenv("ZVERIFY_XXH");
+        v = zv_xxh_avx2_usable() && !(force && !strcmp(force, "baseline"));
+        __atomic_store_n(&decided, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+zv_hasher *zv_hasher_new(int algo)
+{
+    if (algo != ZV_HASH_XXH3_128 && algo != ZV_HASH_BLAKE3)
+        return NULL;
+    zv_hasher *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->algo = algo;
+    if (algo == ZV_HASH_XXH3_128 && !(h->xxh = XXH3_createState())) {
+        free(h);
+        return NULL;
+    }
+    zv_hasher_reset(h);
+    return h;
+}
+
+void zv_hasher_free(zv_hasher *h)
+{
+    if (!h)
+        return;
+    XXH3_freeState(h->xxh);
+    free(h);
+}
+
+void zv_hasher_reset(zv_hasher *h)
+{
+    if (h->algo == ZV_HASH_BLAKE3)
+        blake3_hasher_init(&h->b3);
+    else if (avx2_enabled())
+        zv_xxh_avx2_reset(h->xxh);
+    else
+        XXH3_128bits_reset(h->xxh);
+}
+
+void zv_hasher_update(zv_hasher *h, const void *data, size_t len)
+{
+    if (h->algo == ZV_HASH_BLAKE3)
+        blake3_hasher_update(&h->b3, data, len);
+    else if (avx2_enabled())
+        zv_xxh_avx2_update(h->xxh, data, len);
+    else
+        XXH3_128bits_update(h->xxh, data, len);
+}
+
+size_t zv_hasher_digest(zv_hasher *h, unsigned char out[ZV_DIGEST_MAX])
+{
+    if (h->algo == ZV_HASH_BLAKE3) {
+        blake3_hasher_finalize(&h->b3, out, BLAKE3_OUT_LEN);
+        return BLAKE3_OUT_LEN;
+    }
+    if (avx2_enabled()) {
+        zv_xxh_avx2_digest(h->xxh, out);
+        return 16;
+    }
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(h->xxh));
+    memcpy(out, canon.digest, 16);
+    return 16;
+}
