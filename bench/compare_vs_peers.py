@@ -40,7 +40,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import installed_zverify, source_digest
+
 REPO = Path(__file__).resolve().parent.parent
+ZVERIFY_SCRIPT = Path("zverify")  # set in main()
 RESULTS = REPO / "bench" / "results" / "latest.json"
 GIB = 1 << 30
 MIB = 1 << 20
@@ -205,7 +209,9 @@ def _rsync_identical(rc: int, out: str) -> bool:
     return rc == 0 and not changes
 
 
-ZV = f"{shlex.quote(sys.executable)} -m zverify compare --quiet"
+# The console script of a plain `pip install .` of this tree (bench/installed.py): what users
+# run, with compiled bytecode, rather than `python -m zverify` from a development checkout.
+ZV = '"$ZVERIFY" compare --quiet'
 # find|sort|xargs hashers: both trees at once (the tool gets the same two-tree
 # parallelism zverify uses), then diff the two sorted lists.
 _LIST_HASH = (
@@ -289,7 +295,7 @@ def run_tool(tool: Tool, src: Path, dst: Path, work: Path) -> Run:
     """One timed run.  Peak RSS comes from /usr/bin/time (%M: the largest
     process of the command) rather than wait4 here, because a child forked
     from this Python process is charged this process's RSS until it execs."""
-    env = dict(os.environ, SRC=str(src), DST=str(dst), WORK=str(work))
+    env = dict(os.environ, SRC=str(src), DST=str(dst), WORK=str(work), ZVERIFY=str(ZVERIFY_SCRIPT))
     env["RCLONE_CONFIG"] = str(work / "rclone.conf")  # empty: no remotes, no warning
     out_path, rss_path = work / "out.txt", work / "rss.txt"
     argv = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_path), "bash", "-c", tool.command]
@@ -371,22 +377,17 @@ def tree_stats(src: Path) -> dict[str, int]:
 
 
 def code_version() -> dict[str, str]:
-    """Which zverify was measured: commit, uncommitted changes, and the built extension."""
-    import hashlib
+    """Which zverify was measured: commit, uncommitted changes, and the installed build."""
 
     def git(*argv: str) -> str:
         out = subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True)
         return out.stdout.strip()
 
-    # The extension `python -m zverify` loads from REPO (not whatever this
-    # script's sys.path would import).
-    so = next(REPO.joinpath("zverify").glob("_zvcore.*.so"))
     return {
         "commit": git("rev-parse", "--short", "HEAD"),
         "dirty_files": str(len(git("status", "--porcelain", "--untracked-files=no").splitlines())),
-        "extension": so.name,
-        "extension_sha256": hashlib.sha256(so.read_bytes()).hexdigest()[:16],
-        "extension_mtime": time.strftime("%H:%M:%S", time.localtime(so.stat().st_mtime)),
+        "sources_sha256": source_digest(),  # names the venv of bench/installed.py
+        "script": str(ZVERIFY_SCRIPT),
     }
 
 
@@ -423,6 +424,8 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true", help="make the corpora, time nothing")
     args = ap.parse_args()
 
+    global ZVERIFY_SCRIPT
+    ZVERIFY_SCRIPT = installed_zverify(args.scratch)
     scratch = args.scratch / ("quick" if args.quick else "full")
     scratch.mkdir(parents=True, exist_ok=True)
     specs = corpora(args.quick, scratch)
