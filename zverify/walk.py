@@ -96,6 +96,11 @@ class TreeWalk:
         except _zvcore.WalkError as err:
             raise WalkError(self.side, os.fsdecode(self.root), err.strerror or str(err)) from None
 
+    def c_walker(self) -> "_zvcore.Walker | None":
+        """The C walker, when it does all the work (no hashing in Python): then its records
+        may be consumed in C (compare.joined) instead of through this iterator."""
+        return self._walker if self._pool is None else None
+
     def progress(self) -> tuple[int, int]:
         """(entries produced, file bytes read) so far."""
         entries, nbytes = self._walker.counters()

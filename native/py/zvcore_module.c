@@ -330,6 +330,198 @@ static PyTypeObject WalkerType = {
     .tp_methods = Walker_methods,
 };
 
+/* ---- Join(src_walker, dst_walker): the pairs the Python engine must judge ---- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *walkers[2]; /* the WalkerObjects, kept alive while joined */
+    zv_join *join;
+    size_t batch;
+    zv_pair *buf;
+    int finished;
+} JoinObject;
+
+static int Join_init(JoinObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"src", "dst", "batch", NULL};
+    PyObject *src, *dst;
+    Py_ssize_t batch = 1024;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!|$n", kwlist, &WalkerType, &src,
+                                     &WalkerType, &dst, &batch))
+        return -1;
+    zv_walk *ws = ((WalkerObject *)src)->walk, *wd = ((WalkerObject *)dst)->walk;
+    if (batch < 1 || !ws || !wd || src == dst || self->join) {
+        PyErr_SetString(PyExc_ValueError, "two distinct open walkers, batch >= 1, once");
+        return -1;
+    }
+    self->buf = PyMem_Calloc((size_t)batch, sizeof(zv_pair));
+    if (!self->buf || zv_join_open(ws, wd, &self->join) != ZV_OK) {
+        PyMem_Free(self->buf);
+        self->buf = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->walkers[0] = Py_NewRef(src);
+    self->walkers[1] = Py_NewRef(dst);
+    self->batch = (size_t)batch;
+    return 0;
+}
+
+static PyObject *pair_to_python(zv_pair *p)
+{
+    PyObject *s = p->has_src ? record_to_python(&p->src) : Py_NewRef(Py_None);
+    PyObject *d = p->has_dst ? record_to_python(&p->dst) : Py_NewRef(Py_None);
+    if (p->has_src)
+        zv_record_free(&p->src);
+    if (p->has_dst)
+        zv_record_free(&p->dst);
+    if (!s || !d) {
+        Py_XDECREF(s);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    PyObject *t = PyTuple_Pack(2, s, d);
+    Py_DECREF(s);
+    Py_DECREF(d);
+    return t;
+}
+
+static PyObject *pairs_to_list(zv_pair *pairs, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; i < n; i++) {
+        if (!list) { /* still free every record */
+            if (pairs[i].has_src)
+                zv_record_free(&pairs[i].src);
+            if (pairs[i].has_dst)
+                zv_record_free(&pairs[i].dst);
+            continue;
+        }
+        PyObject *t = pair_to_python(&pairs[i]);
+        if (!t)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+/* A failure of the join: WalkError (with .side = "SRC"/"DST") or RuntimeError (order). */
+static PyObject *join_failed(JoinObject *self, int rc)
+{
+    int side = zv_join_failed_side(self->join);
+    self->finished = 1;
+    if (rc == ZV_ENOMEM)
+        return PyErr_NoMemory();
+    const char *name = side == 1 ? "DST" : "SRC";
+    if (rc == ZV_EORDER) {
+        PyErr_Format(PyExc_RuntimeError, "%s walk out of canonical order", name);
+        return NULL;
+    }
+    WalkerObject *w = (WalkerObject *)self->walkers[side == 1];
+    int err = rc == ZV_EWALK && w->walk ? zv_walk_error(w->walk) : 0;
+    const char *what = rc == ZV_EWALK ? "the walk could not go on" : "the walk was stopped";
+    PyObject *exc = PyObject_CallFunction(WalkError, "is", err ? err : EIO, what);
+    PyObject *side_name = PyUnicode_FromString(name);
+    if (exc && side_name && PyObject_SetAttrString(exc, "side", side_name) == 0)
+        PyErr_SetObject(WalkError, exc);
+    Py_XDECREF(side_name);
+    Py_XDECREF(exc);
+    return NULL;
+}
+
+static PyObject *Join_next(JoinObject *self)
+{
+    if (!self->join || self->finished)
+        return NULL;
+    if (!((WalkerObject *)self->walkers[0])->walk || !((WalkerObject *)self->walkers[1])->walk) {
+        self->finished = 1; /* a walker was closed under the join: its zv_walk is gone */
+        PyErr_SetString(PyExc_ValueError, "a joined walker was closed");
+        return NULL;
+    }
+    for (;;) {
+        size_t n = 0;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = zv_join_next(self->join, self->buf, self->batch, &n, 100);
+        Py_END_ALLOW_THREADS
+        if (rc == ZV_OK)
+            return pairs_to_list(self->buf, n);
+        if (rc == ZV_EDONE) {
+            self->finished = 1;
+            return NULL; /* StopIteration: both walks complete */
+        }
+        if (rc != ZV_EAGAIN)
+            return join_failed(self, rc);
+        if (PyErr_CheckSignals() < 0)
+            return NULL;
+    }
+}
+
+static PyObject *tally_tuple(const zv_tally *t)
+{
+    PyObject *kinds = PyTuple_New(ZV_KIND_UNKNOWN + 1);
+    if (!kinds)
+        return NULL;
+    for (int k = 0; k <= ZV_KIND_UNKNOWN; k++)
+        PyTuple_SET_ITEM(kinds, k, PyLong_FromUnsignedLongLong(t->by_kind[k]));
+    return Py_BuildValue("(NLLLL)", kinds, (long long)t->du_bytes,
+                         (long long)t->du_apparent_bytes, (long long)t->naive_bytes,
+                         (long long)t->naive_apparent_bytes);
+}
+
+static PyObject *Join_totals(JoinObject *self, PyObject *Py_UNUSED(ignored))
+{
+    zv_join_totals t;
+    memset(&t, 0, sizeof t);
+    if (self->join)
+        zv_join_get_totals(self->join, &t);
+    static const char *names[ZV_N_COMPONENTS] = {"directories", "sparse", "allocation"};
+    PyObject *components = PyDict_New();
+    for (int c = 0; components && c < ZV_N_COMPONENTS; c++) {
+        PyObject *v = Py_BuildValue("(LL)", (long long)t.apparent[c], (long long)t.allocated[c]);
+        if (!v || PyDict_SetItemString(components, names[c], v) < 0)
+            Py_CLEAR(components);
+        Py_XDECREF(v);
+    }
+    if (!components)
+        return NULL;
+    return Py_BuildValue("(NNNK)", tally_tuple(&t.src), tally_tuple(&t.dst), components,
+                         (unsigned long long)t.identical_pairs);
+}
+
+static void Join_dealloc(JoinObject *self)
+{
+    zv_join_close(self->join); /* before the walkers it borrows */
+    PyMem_Free(self->buf);     /* its pairs were all handed over or freed by pairs_to_list */
+    Py_XDECREF(self->walkers[0]);
+    Py_XDECREF(self->walkers[1]);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Join_methods[] = {
+    {"totals", (PyCFunction)Join_totals, METH_NOARGS,
+     "((src tally), (dst tally), {component: (apparent, allocated)}, identical pairs) of "
+     "what was settled in C; a tally is ((count by kind), du, du apparent, naive, naive "
+     "apparent)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject JoinType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zverify._zvcore.Join",
+    .tp_doc = "Iterator of lists of (src, dst) records (one may be None) that differ or need "
+              "the engine's judgement; identical pairs are settled in C (see totals()).",
+    .tp_basicsize = sizeof(JoinObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Join_init,
+    .tp_dealloc = (destructor)Join_dealloc,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Join_next,
+    .tp_methods = Join_methods,
+};
+
 static struct PyModuleDef zvcore_module = {
     PyModuleDef_HEAD_INIT, "zverify._zvcore", "The zverify C core.", -1, NULL, NULL, NULL, NULL, NULL,
 };
@@ -363,7 +555,7 @@ PyMODINIT_FUNC PyInit__zvcore(void)
 {
     if (RecordType.tp_name == NULL && PyStructSequence_InitType2(&RecordType, &record_desc) < 0)
         return NULL;
-    if (PyType_Ready(&WalkerType) < 0)
+    if (PyType_Ready(&WalkerType) < 0 || PyType_Ready(&JoinType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&zvcore_module);
     if (!m)
@@ -379,7 +571,8 @@ PyMODINIT_FUNC PyInit__zvcore(void)
     Py_INCREF(&RecordType);
     Py_INCREF(&WalkerType);
     if (PyModule_AddObject(m, "Record", (PyObject *)&RecordType) < 0 ||
-        PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 || add_constants(m) < 0 ||
+        PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
+        PyModule_AddObjectRef(m, "Join", (PyObject *)&JoinType) < 0 || add_constants(m) < 0 ||
         zv_py_stream_init(m) < 0) {
         Py_DECREF(m);
         return NULL;

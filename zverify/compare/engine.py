@@ -8,15 +8,15 @@ instead of being listed entry by entry.  What it means is specified in
 docs/design/compare.md.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from zverify import _zvcore
 from zverify.compare.diffs import Difference, diff_pair, same_entry
 from zverify.compare.hardlinks import HardlinkTracker
-from zverify.compare.march import march
+from zverify.compare.march import Pair, march
 from zverify.compare.policy import ComparePolicy, DiffKind
-from zverify.compare.sizes import Explanation, SideTally
+from zverify.compare.sizes import Explanation, Settled, SideTally
 from zverify.entry import Entry, Kind
 from zverify.identity import Identity, inode_identity
 from zverify.pathnames import is_under, sort_key
@@ -68,6 +68,22 @@ def compare_entries(
     return EngineResult(state.finish(), state.src, state.dst, state.explanation)
 
 
+def compare_pair_batches(
+    batches: Iterable[list[Pair]],
+    settled: Callable[[], Settled],
+    policy: ComparePolicy,
+    identity: Identity = inode_identity,
+) -> EngineResult:
+    """The same comparison, fed pairs already merge-joined (zverify.compare.joined): identical
+    pairs were settled outside and arrive only as totals, read by settled() at the end."""
+    state = _Comparison(policy, identity)
+    for batch in batches:
+        for s, d in batch:
+            state.visit(s, d)
+    state.add_settled(settled())
+    return EngineResult(state.finish(), state.src, state.dst, state.explanation)
+
+
 class _Comparison:
     def __init__(self, policy: ComparePolicy, identity: Identity) -> None:
         self.policy = policy
@@ -104,6 +120,13 @@ class _Comparison:
             self.hardlinks.add_pair(s, d)
         if s.alloc != d.alloc or s.data_bytes != d.data_bytes or s.size != d.size:
             self.explanation.add_pair(s, d, same_payload=True)
+
+    def add_settled(self, settled: Settled) -> None:
+        """Identical pairs settled outside: what _identical() would have added for them."""
+        self.src.add_settled(settled.src)
+        self.dst.add_settled(settled.dst)
+        for component, (apparent, allocated) in settled.components.items():
+            self.explanation.add(component, apparent, allocated)
 
     def _absorb(self, s: Entry | None, d: Entry | None) -> None:
         assert self.fold is not None

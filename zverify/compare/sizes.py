@@ -22,6 +22,19 @@ from dataclasses import dataclass, field
 from zverify.entry import Entry, Kind, known_size
 from zverify.identity import Identity, inode_identity
 
+# (entries by kind, du, du apparent, naive, naive apparent) of entries without hardlinks
+SettledTally = tuple[tuple[int, ...], int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Identical pairs settled outside the engine (zv_join.c): their sizes, nothing else."""
+
+    src: SettledTally
+    dst: SettledTally
+    components: dict[str, tuple[int, int]]  # du explanation: (apparent, allocated) deltas
+    pairs: int
+
 
 class SideTally:
     def __init__(self, identity: Identity = inode_identity) -> None:
@@ -51,6 +64,16 @@ class SideTally:
             self._seen.add(key)
         self.du_bytes += entry.alloc
         self.du_apparent_bytes += size
+
+    def add_settled(self, settled: "SettledTally") -> None:
+        """Add entries tallied elsewhere (the C join) exactly as add() would have."""
+        by_kind, du, du_apparent, naive, naive_apparent = settled
+        for kind, count in enumerate(by_kind):
+            self._by_kind[kind] += count
+        self.du_bytes += du
+        self.du_apparent_bytes += du_apparent
+        self.naive_bytes += naive
+        self.naive_apparent_bytes += naive_apparent
 
     @property
     def hardlink_savings(self) -> tuple[int, int]:

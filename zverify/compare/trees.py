@@ -10,14 +10,16 @@ filesystems hold them, and what could not be seen.
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from zverify.compare.engine import compare_entries
+from zverify.compare.engine import EngineResult, compare_entries, compare_pair_batches
+from zverify.compare.joined import JoinedWalks
+from zverify.compare.march import Pair
 from zverify.compare.policy import PROFILES, ComparePolicy
 from zverify.compare.result import CompareResult
 from zverify.compare.sides import Side, is_manifest_path, live_side, manifest_side
 from zverify.entry import Entry, Kind
 from zverify.errors import SameTreeError, UsageError
 from zverify.hashing import Algorithm
-from zverify.walk import WalkOptions, default_threads
+from zverify.walk import TreeWalk, WalkOptions, default_threads
 
 ProgressHook = Callable[[int, int], None]  # (entries, bytes) so far, both sides
 PROGRESS_EVERY = 512  # entries of one side between progress updates
@@ -32,9 +34,13 @@ def compare_trees(
     threads: int | None = None,
     one_file_system: bool = False,
     progress: ProgressHook | None = None,
+    c_join: bool = True,
 ) -> CompareResult:
     """Compare two trees or manifests; raises RootError/SameTreeError/UsageError/ManifestError
-    (exit 2) before anything is walked, ManifestError if a manifest proves damaged later."""
+    (exit 2) before anything is walked, ManifestError if a manifest proves damaged later.
+
+    c_join=False pairs two live trees in Python too (the reference the tests hold the C
+    join to); the result is the same either way."""
     policy = policy or ComparePolicy()
     paths = dict(zip(SIDES, (src, dst), strict=True))
     if src == "-" and dst == "-":
@@ -60,7 +66,7 @@ def compare_trees(
         if s.files_only or d.files_only:
             for side in (s, d):
                 side.entries = _without_directories(side.entries)
-        found = compare_entries(_reporting(s, d, progress), d.entries, policy)
+        found = _compare_sides(s, d, policy, progress, c_join)
     finally:
         for side in opened.values():
             side.close()
@@ -75,6 +81,29 @@ def compare_trees(
         unverifiable=_unique(s.unverifiable + d.unverifiable),
         notes=notes + s.notes + d.notes,
     )
+
+
+def _compare_sides(
+    s: Side, d: Side, policy: ComparePolicy, progress: ProgressHook | None, c_join: bool
+) -> EngineResult:
+    """Two live trees hashed in C are joined in C; anything else is paired in Python."""
+    walks = s.entries, d.entries
+    if c_join and all(isinstance(w, TreeWalk) and w.c_walker() is not None for w in walks):
+        joined = JoinedWalks(*walks)  # type: ignore[arg-type]
+        batches = _batches_reporting(joined.batches(), s, d, progress)
+        return compare_pair_batches(batches, joined.settled, policy)
+    return compare_entries(_reporting(s, d, progress), d.entries, policy)
+
+
+def _batches_reporting(
+    batches: Iterator[list[Pair]], s: Side, d: Side, progress: ProgressHook | None
+) -> Iterator[list[Pair]]:
+    """The joined batches, calling progress with both sides' counters before each."""
+    for batch in batches:
+        if progress is not None:
+            (ea, ba), (eb, bb) = s.progress(), d.progress()
+            progress(ea + eb, ba + bb)
+        yield batch
 
 
 def _agreed_algorithm(asked: Algorithm | None, manifests: list[Side]) -> Algorithm:
