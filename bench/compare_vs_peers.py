@@ -221,8 +221,22 @@ _LIST_HASH = (
     '[ $ra = 0 ] && [ $rb = 0 ] && diff -q "$WORK/src.sum" "$WORK/dst.sum"'
 )
 
+# The floor: read every byte of both trees with zverify's thread count, hash nothing.
+_CATS = max(1, min(os.cpu_count() or 1, 64))
+_READ_FLOOR = (
+    f'( cd "$SRC" && find . -type f -print0 | xargs -0 -n 64 -P {_CATS} cat > /dev/null ) & a=$!; '
+    f'( cd "$DST" && find . -type f -print0 | xargs -0 -n 64 -P {_CATS} cat > /dev/null ) & b=$!; '
+    "wait $a && wait $b"
+)
+
 TOOLS = [
     Tool("zverify", f'{ZV} "$SRC" "$DST"', lambda rc, _: rc == 0, "xxh3-128, profile full"),
+    Tool(
+        "read floor (cat)",
+        _READ_FLOOR,
+        lambda rc, _: rc == 0,
+        "reads every file of both trees, cores-many cats per tree, no hashing: the limit",
+    ),
     Tool("zverify blake3", f'{ZV} --hash blake3 "$SRC" "$DST"', lambda rc, _: rc == 0),
     Tool(
         "rsync -rcn",

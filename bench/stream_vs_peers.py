@@ -26,6 +26,9 @@ import time
 from pathlib import Path
 
 # Run from a checkout: measure this tree's zverify, not an installed copy.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from installed import installed_zverify
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from zverify import _zvcore  # noqa: E402
@@ -80,12 +83,6 @@ def synthesize(path: Path, size: int, block: int = 128 << 10) -> None:
         w.record(struct.pack("<II4QQ", 5, 0, *end_cksum, toguid))
 
 
-VERIFY = (
-    "import sys; from typer.main import get_command; from zverify.cli.stream import app; "
-    "sys.exit(get_command(app).main(args=sys.argv[1:], prog_name='stream', standalone_mode=False))"
-)
-
-
 def _best(argv: list[str], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -118,10 +115,14 @@ def _peak_rss_kib(argv: list[str]) -> int | None:
         return None
 
 
+ZVERIFY = Path("zverify")  # set in main()
+
+
 def _tools(path: Path) -> dict[str, list[str]]:
     tools = {
         "cat > /dev/null": ["sh", "-c", 'cat "$0" > /dev/null', str(path)],
-        "zverify stream verify": [sys.executable, "-c", VERIFY, "verify", "-q", str(path)],
+        # the installed console script (bench/installed.py): the whole command, as users run it
+        "zverify stream verify": [str(ZVERIFY), "stream", "verify", "-q", str(path)],
     }
     zstream = shutil.which("zstream") or (
         "/usr/sbin/zstream" if Path("/usr/sbin/zstream").exists() else None
@@ -137,6 +138,8 @@ def main() -> None:
     ap.add_argument("--size-gib", type=float, default=2.0)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    global ZVERIFY
+    ZVERIFY = installed_zverify(Path("/var/tmp/zverify-bench"))
     tmp = None
     path = args.stream
     if path is None:
