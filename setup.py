@@ -13,27 +13,38 @@ import blake3_sources  # native/, beside this file
 # ZVERIFY_SANITIZE=1 builds the test variant with AddressSanitizer and UBSan.
 SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 sanitize = os.environ.get("ZVERIFY_SANITIZE") == "1"
-blake3_dir = blake3_sources.source_dir()
 
 
-class BuildWithAssembly(build_ext):
-    """BLAKE3's x86-64 kernels are .S files, which setuptools does not compile by default."""
+class BuildWithBlake3(build_ext):
+    """Compiles the packaged BLAKE3 C sources into the extension at build time.  They live
+    outside the tree, and setuptools refuses absolute paths among an extension's sources
+    (it lists those in the sdist), so they are compiled here and linked as objects; their
+    x86-64 kernels are .S files, which setuptools does not compile by default."""
 
     def build_extensions(self) -> None:
         self.compiler.src_extensions.append(".S")
+        where = blake3_sources.source_dir()
+        for ext in self.extensions:
+            ext.include_dirs.append(where)
+            ext.define_macros += [(name, "1") for name in blake3_sources.macros()]
+            ext.extra_objects += self.compiler.compile(
+                blake3_sources.sources(where),
+                output_dir=os.path.join(self.build_temp, "blake3"),
+                macros=ext.define_macros,
+                include_dirs=ext.include_dirs,
+                extra_postargs=ext.extra_compile_args,
+            )
         super().build_extensions()
 
 
 zvcore = Extension(
     "zverify._zvcore",
-    sources=sorted(glob("native/src/*.c") + glob("native/py/*.c"))
-    + blake3_sources.sources(blake3_dir),
-    include_dirs=["native/include", "native/src", blake3_dir],
-    define_macros=[(name, "1") for name in blake3_sources.macros()],
+    sources=sorted(glob("native/src/*.c") + glob("native/py/*.c")),
+    include_dirs=["native/include", "native/src"],
     libraries=["xxhash"],
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
     + (SANITIZE if sanitize else []),
     extra_link_args=["-pthread"] + (SANITIZE if sanitize else []),
 )
 
-setup(ext_modules=[zvcore], cmdclass={"build_ext": BuildWithAssembly})
+setup(ext_modules=[zvcore], cmdclass={"build_ext": BuildWithBlake3})
