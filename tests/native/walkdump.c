@@ -105,7 +105,7 @@ static void put_record(const zv_record *r)
     printf("\t%d\t%llu\t%llu\t", r->kind, (unsigned long long)r->size,
            (unsigned long long)r->data_bytes);
     if (r->has_digest)
-        for (int i = 0; i < 16; i++)
+        for (size_t i = 0; i < r->digest_len; i++)
             printf("%02x", r->digest[i]);
     else
         putchar('-');
