@@ -145,7 +145,7 @@ static void *walker_main(void *arg)
 {
     struct zv_walk *w = arg;
     zv_traverse_opts opt = {w->root_fd, w->root_dev, w->opt.one_file_system,
-                            w->opt.read_xattrs};
+                            w->opt.read_xattrs, w->opt.algo != ZV_HASH_NONE};
     zv_sink sink = {w, push, reserve_fd, release_fd};
     int err_no = 0;
     int status = zv_traverse(&opt, &sink, &err_no);

@@ -23,6 +23,7 @@ typedef struct zv_traverse_opts {
     uint64_t root_dev;
     int one_file_system;
     int read_xattrs;
+    int read_ahead;      /* file data will be read: start reading it at open */
 } zv_traverse_opts;
 
 /*
