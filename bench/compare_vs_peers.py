@@ -3,7 +3,7 @@
 Run by hand (never collected by the test suite):
 
     python bench/compare_vs_peers.py [--quick] [--corpus small|large|usr] [--runs 3]
-                                     [--scratch /var/tmp/zverify-bench]
+                                     [--scratch /var/tmp/zverify-bench] [--cold]
 
 Three corpora are generated under the scratch directory (reused when present,
 keyed by their parameters), each as SRC plus DST = `cp -a SRC DST`:
@@ -20,6 +20,11 @@ median wall time is reported with the ratio tool/zverify (> 1 means zverify
 is faster), the peak RSS of the largest process of the command (wait4
 ru_maxrss), and whether the tool's own verdict said "identical".  Results go
 to bench/results/latest.json.
+
+--cold (root): instead of warming, write back and drop the page cache, dentries
+and inodes (`sync; echo 3 > /proc/sys/vm/drop_caches`) before every timed run and
+skip the warm-up round, so every tool reads both trees from the disk, as it does
+over a freshly copied pool.  Results go to bench/results/latest-cold.json.
 """
 
 from __future__ import annotations
@@ -224,8 +229,8 @@ _LIST_HASH = (
 # The floor: read every byte of both trees with zverify's thread count, hash nothing.
 _CATS = max(1, min(os.cpu_count() or 1, 64))
 _READ_FLOOR = (
-    f'( cd "$SRC" && find . -type f -print0 | xargs -0 -n 64 -P {_CATS} cat > /dev/null ) & a=$!; '
-    f'( cd "$DST" && find . -type f -print0 | xargs -0 -n 64 -P {_CATS} cat > /dev/null ) & b=$!; '
+    f'( cd "$SRC" && find . -type f -print0 | xargs -0 -n 1024 -P {_CATS} cat > /dev/null ) & a=$!; '
+    f'( cd "$DST" && find . -type f -print0 | xargs -0 -n 1024 -P {_CATS} cat > /dev/null ) & b=$!; '
     "wait $a && wait $b"
 )
 
@@ -341,12 +346,22 @@ def warm_page_cache(src: Path, dst: Path) -> None:
     )
 
 
-def bench_corpus(name: str, src: Path, dst: Path, runs: int, tools: list[Tool]) -> list[ToolResult]:
+def drop_page_cache() -> None:
+    """Cold start for the next run: dirty pages written, then clean pages, dentries and
+    inodes dropped (root only; the kernel keeps nothing of either tree)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def bench_corpus(
+    name: str, src: Path, dst: Path, runs: int, tools: list[Tool], cold: bool = False
+) -> list[ToolResult]:
     results = [ToolResult(t.name, t.note) for t in tools]
+    prepare = drop_page_cache if cold else lambda: warm_page_cache(src, dst)
     with tempfile.TemporaryDirectory(prefix="zvbench-") as tmp:
         work = Path(tmp)
         (work / "rclone.conf").write_text("")
-        for tool in tools:  # warm-up: every tool reads everything once
+        for tool in [] if cold else tools:  # warm-up: every tool reads everything once
             warm = run_tool(tool, src, dst, work)
             print(f"[{name}] warm  {tool.name:30s} {warm.seconds:8.2f} s", flush=True)
             if not warm.identical:
@@ -354,7 +369,7 @@ def bench_corpus(name: str, src: Path, dst: Path, runs: int, tools: list[Tool]) 
                 print(f"    verdict not identical; output:\n{out}")
         for i in range(runs):
             for tool, result in zip(tools, results, strict=True):
-                warm_page_cache(src, dst)
+                prepare()
                 run = run_tool(tool, src, dst, work)
                 result.runs.append(run)
                 print(
@@ -362,6 +377,8 @@ def bench_corpus(name: str, src: Path, dst: Path, runs: int, tools: list[Tool]) 
                     f"  cpu {run.cpu_seconds:7.2f} s  (load {run.load1:.1f})",
                     flush=True,
                 )
+                if not run.identical:
+                    print(f"    verdict not identical:\n{(work / 'out.txt').read_text()[:2000]}")
     return results
 
 
@@ -434,9 +451,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="timed runs per tool (median)")
     ap.add_argument("--scratch", type=Path, default=Path("/var/tmp/zverify-bench"))
     ap.add_argument("--tools", help="comma-separated subset of tool names (zverify always runs)")
-    ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument("--cold", action="store_true", help="drop the page cache before every run")
+    ap.add_argument("--output", type=Path)
     ap.add_argument("--build-only", action="store_true", help="make the corpora, time nothing")
     args = ap.parse_args()
+    if args.output is None:
+        args.output = RESULTS.with_name("latest-cold.json") if args.cold else RESULTS
+    if args.cold and os.geteuid() != 0:
+        raise SystemExit("--cold drops the page cache: run as root")
 
     global ZVERIFY_SCRIPT
     ZVERIFY_SCRIPT = installed_zverify(args.scratch)
@@ -455,6 +477,7 @@ def main() -> int:
     report: dict[str, object] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "quick": args.quick,
+        "cache": "cold (dropped before every run)" if args.cold else "hot (read before every run)",
         "runs": args.runs,
         "environment": environment(),
         "zverify": code_version(),
@@ -467,7 +490,7 @@ def main() -> int:
         src, dst = ensure_corpus(corpus, scratch)
         if args.build_only:
             continue
-        results = bench_corpus(name, src, dst, args.runs, tools)
+        results = bench_corpus(name, src, dst, args.runs, tools, args.cold)
         now = code_version()
         if now != report["zverify"]:
             print(f"WARNING: zverify changed during the run: now {now}", file=sys.stderr)
