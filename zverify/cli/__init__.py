@@ -1,7 +1,8 @@
 """The `zverify` command: the root typer app and the one top-level handler of exit codes.
 
 Commands live one per module (cli/compare.py, ...); each parses options, calls one library
-function and renders its result.  Here, and only here, everything that ends a run becomes
+function and renders its result.  Only the module of the command that runs is imported
+(cli/lazy.py).  Here, and only here, everything that ends a run becomes
 an exit code: ZverifyError -> one line and its code; a usage error -> one line, 2; Ctrl-C ->
 130; any unexpected exception -> its traceback on stderr and 2, never 1 ("differences").
 """
@@ -10,16 +11,49 @@ import importlib
 import os
 import sys
 import traceback
+from collections.abc import Mapping
+from typing import ClassVar
 
 import typer
 
 from zverify import __version__, exitcodes
-from zverify.cli import compare, cutover, manifest
-from zverify.cli.cold import app as cold_app
-from zverify.cli.stream import app as stream_app
+from zverify.cli.lazy import LazyCommand, LazyGroup
 from zverify.errors import ZverifyError
 
+
+class Commands(LazyGroup):
+    lazy_commands: ClassVar[Mapping[str, LazyCommand]] = {
+        "compare": LazyCommand(
+            "zverify.cli.compare",
+            "compare",
+            "Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.",
+        ),
+        "cutover": LazyCommand(
+            "zverify.cli.cutover",
+            "cutover",
+            "Check a replica before the cutover: exit 0 READY, 1 NOT READY (every reason "
+            "listed), 2 could not check.  Read-only.",
+        ),
+        "manifest": LazyCommand(
+            "zverify.cli.manifest",
+            "manifest",
+            "Record TREE in a manifest, to compare it later or elsewhere with `zverify compare`.",
+        ),
+        "stream": LazyCommand(
+            "zverify.cli.stream",
+            "app",
+            "Validate ZFS send-stream files offline (no ZFS needed).",
+        ),
+        "cold": LazyCommand(
+            "zverify.cli.cold",
+            "app",
+            "Send-stream archives on cold storage: send, check, restore, prune.",
+        ),
+    }
+
+
 app = typer.Typer(
+    cls=Commands,
     name="zverify",
     help="Prove a copy is complete and exact, and explain what differs.",
     no_args_is_help=True,
@@ -28,11 +62,6 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
 )
-app.command(name="compare")(compare.compare)
-app.command(name="cutover")(cutover.cutover)
-app.command(name="manifest")(manifest.manifest)
-app.add_typer(stream_app, name="stream")
-app.add_typer(cold_app, name="cold")
 
 
 def _show_version(value: bool) -> None:
