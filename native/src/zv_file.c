@@ -149,22 +149,27 @@ static int same_content_stat(const zv_record *r, const struct stat *st)
     return (uint64_t)st->st_size == r->size && mt == r->mtime_ns && ct == r->ctime_ns;
 }
 
+/*
+ * The record's stat came from the walker before the open; one fstat after reading
+ * proves both that the fd is that file (not a replacement opened in between) and that
+ * nothing changed while we read (a write moves ctime).  A second fstat before reading
+ * would only skip reading a file that is reported as changed anyway, and cost a
+ * syscall per file on trees of small files.
+ */
+static void check_unchanged(int fd, zv_record *r)
+{
+    struct stat after;
+    if (fstat(fd, &after) < 0)
+        set_error(r, ZV_OP_LSTAT, errno, -1);
+    else if (after.st_ino != r->ino || after.st_dev != r->dev)
+        r->changed = ZV_CHANGE_REPLACED;
+    else if (!same_content_stat(r, &after))
+        r->changed = ZV_CHANGE_MODIFIED;
+}
+
 void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
                   zv_hasher *st, uint64_t *bytes_counter)
 {
-    struct stat before, after;
-    if (fstat(fd, &before) < 0) {
-        set_error(r, ZV_OP_LSTAT, errno, -1);
-        return;
-    }
-    if (before.st_ino != r->ino || before.st_dev != r->dev) {
-        r->changed = ZV_CHANGE_REPLACED;
-        return;
-    }
-    if (!same_content_stat(r, &before)) {
-        r->changed = ZV_CHANGE_MODIFIED;
-        return;
-    }
     if (st)
         zv_hasher_reset(st);
     if (r->size > opt->block_size)
@@ -172,12 +177,14 @@ void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *bu
     scan_extents(fd, r, opt, buf, st, bytes_counter);
     if (opt->read_xattrs)
         zv_xattrs_read(fd, NULL, r);
+    check_unchanged(fd, r);
+    if (r->changed == ZV_CHANGE_REPLACED) { /* any read error was about another file */
+        r->err_op = ZV_OP_NONE;
+        r->err_errno = 0;
+        r->err_offset = -1;
+    }
     if (r->err_op != ZV_OP_NONE || r->changed)
         return;
-    if (fstat(fd, &after) < 0 || !same_content_stat(r, &after)) {
-        r->changed = ZV_CHANGE_MODIFIED;
-        return;
-    }
     if (st) {
         r->digest_len = zv_hasher_digest(st, r->digest);
         r->has_digest = 1;

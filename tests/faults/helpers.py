@@ -82,10 +82,11 @@ class Harness:
     logs: Path
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
-    def run(self, fault: str | None, *args: str) -> Run:
+    def run(self, fault: str | None, *args: str, env_extra: dict[str, str] | None = None) -> Run:
         log = self.logs / f"run-{next(self._ids)}.log"  # next() on count is atomic
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ZV_FAULT")}
         env |= {"LD_PRELOAD": str(self.shim), "ZV_FAULT_LOG": str(log), "LC_ALL": "C.UTF-8"}
+        env |= env_extra or {}
         if fault is not None:
             env["ZV_FAULT"] = fault
         try:

@@ -16,6 +16,10 @@
  *                                as EIO or a number, default EIO
  *   ZV_FAULT=KIND:N+[:ERRNO]     the N-th call and every later one fail (memory that stays
  *                                exhausted, a filesystem that keeps refusing)
+ *   ZV_SWAP_ON_OPEN=NAME         a race, not a failure: just before the core opens a file
+ *                                named NAME (not a directory), NAME.swap in the same
+ *                                directory is renamed over it, so the fd is another file
+ *                                than the one the walker stat'ed (logged "fired swap 1")
  *   ZV_FAULT_LOG=FILE            appended to: "fired KIND N 0xSITE" when a fault is injected
  *                                (SITE: the return address in the core, for addr2line), and
  *                                at exit "count KIND K" for every kind (calls seen from the
@@ -27,6 +31,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,6 +64,7 @@ static ssize_t (*real_flistxattr)(int, char *, size_t);
 static ssize_t (*real_llistxattr)(const char *, char *, size_t);
 static ssize_t (*real_fgetxattr)(int, const char *, void *, size_t);
 static ssize_t (*real_lgetxattr)(const char *, const char *, void *, size_t);
+static int (*real_openat)(int, const char *, int, ...);
 
 /*
  * dlsym may itself allocate (through our own calloc), before real_calloc exists: those
@@ -118,7 +124,8 @@ static int resolved(void)
         (ssize_t (*)(int, const char *, void *, size_t))dlsym(RTLD_NEXT, "fgetxattr");
     real_lgetxattr =
         (ssize_t (*)(const char *, const char *, void *, size_t))dlsym(RTLD_NEXT, "lgetxattr");
-    if (!real_malloc || !real_calloc || !real_realloc || !real_free || !real_flistxattr ||
+    real_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+    if (!real_openat || !real_malloc || !real_calloc || !real_realloc || !real_free || !real_flistxattr ||
         !real_llistxattr || !real_fgetxattr || !real_lgetxattr) {
         static const char msg[] = "zv fault shim: dlsym(RTLD_NEXT) failed\n";
         ssize_t ignored = write(2, msg, sizeof msg - 1);
@@ -330,6 +337,27 @@ ssize_t lgetxattr(const char *path, const char *name, void *buf, size_t size)
     if (buf && inject(K_LGET, __builtin_return_address(0)))
         return -1;
     return real_lgetxattr(path, name, buf, size);
+}
+
+int openat(int dirfd, const char *name, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, mode_t);
+        va_end(ap);
+    }
+    wait_resolved();
+    const char *swap = getenv("ZV_SWAP_ON_OPEN");
+    const void *ret = __builtin_return_address(0);
+    if (swap && !(flags & O_DIRECTORY) && !strcmp(name, swap) && from_core(ret)) {
+        char other[4096];
+        snprintf(other, sizeof other, "%s.swap", name);
+        if (renameat(dirfd, other, dirfd, name) == 0)
+            log_line("fired", "swap", 1, ret);
+    }
+    return real_openat(dirfd, name, flags, mode);
 }
 
 /* ---- configuration, and the counts at exit ---- */

@@ -51,6 +51,25 @@ def test_shim_refuses_a_fault_it_cannot_inject(harness: Harness) -> None:
     assert run.returncode == 125 and "bad ZV_FAULT" in run.stderr, run.describe()
 
 
+def test_a_file_replaced_between_stat_and_open_is_named(harness: Harness, tmp_path: Path) -> None:
+    """The walker stats a file, then opens it: whatever is renamed over it in between is
+    another file, and its bytes must never stand in for the ones stat'ed."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for tree in (src, dst):
+        tree.mkdir()
+        (tree / "victim").write_bytes(b"the bytes that were copied\n")
+    (dst / "victim.swap").write_bytes(b"bytes renamed over it\n")
+    (src / "victim.swap").write_bytes(b"bytes renamed over it\n")
+    run = harness.run(
+        None, "compare", "-q", str(src), str(dst), env_extra={"ZV_SWAP_ON_OPEN": "victim"}
+    )
+    assert run.fired == ["swap 1"] * 2, run.describe()  # once in each tree
+    assert run.returncode == 2, run.describe()
+    assert "IDENTICAL" not in run.stdout
+    replaced = [line for line in run.stdout.splitlines() if "replaced while being read" in line]
+    assert replaced and "victim" in replaced[0], run.describe()
+
+
 def test_every_failed_allocation_ends_in_exit_2(
     harness: Harness, trees: Trees, clean_run: Run
 ) -> None:
