@@ -228,10 +228,9 @@ _LIST_HASH = (
 
 # The floor: read every byte of both trees with zverify's thread count, hash nothing.
 _CATS = max(1, min(os.cpu_count() or 1, 64))
+_CAT_ALL = f"find . -type f -print0 | xargs -0 -n 1024 -P {_CATS} cat > /dev/null"
 _READ_FLOOR = (
-    f'( cd "$SRC" && find . -type f -print0 | xargs -0 -n 1024 -P {_CATS} cat > /dev/null ) & a=$!; '
-    f'( cd "$DST" && find . -type f -print0 | xargs -0 -n 1024 -P {_CATS} cat > /dev/null ) & b=$!; '
-    "wait $a && wait $b"
+    f'( cd "$SRC" && {_CAT_ALL} ) & a=$!; ( cd "$DST" && {_CAT_ALL} ) & b=$!; wait $a && wait $b'
 )
 
 TOOLS = [
