@@ -443,12 +443,23 @@ def environment() -> dict[str, object]:
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def add_corpus_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options every peer benchmark over these corpora takes (manifest_vs_peers too)."""
     ap.add_argument("--quick", action="store_true", help="20k files, 3 x 256 MiB, /usr/share")
     ap.add_argument("--corpus", action="append", choices=["small", "large", "usr"])
     ap.add_argument("--runs", type=int, default=3, help="timed runs per tool (median)")
     ap.add_argument("--scratch", type=Path, default=Path("/var/tmp/zverify-bench"))
+
+
+def require_gnu_time() -> None:
+    """Peak RSS and CPU time of a whole command come from GNU time's %M %U %S."""
+    if not Path("/usr/bin/time").exists():
+        raise SystemExit("needs GNU time as /usr/bin/time (apt-get install time)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    add_corpus_arguments(ap)
     ap.add_argument("--tools", help="comma-separated subset of tool names (zverify always runs)")
     ap.add_argument("--cold", action="store_true", help="drop the page cache before every run")
     ap.add_argument("--output", type=Path)
@@ -468,8 +479,7 @@ def main() -> int:
     if args.tools:
         wanted = {t.strip() for t in args.tools.split(",")}
         tools = [t for t in TOOLS if t.name == "zverify" or t.name in wanted]
-    if not Path("/usr/bin/time").exists():
-        raise SystemExit("needs GNU time as /usr/bin/time (apt-get install time)")
+    require_gnu_time()
     for exe in ("rsync", "b3sum", "xxhsum", "hashdeep", "rclone"):
         if shutil.which(exe) is None:
             print(f"WARNING: {exe} not found; its row will say NO", file=sys.stderr)

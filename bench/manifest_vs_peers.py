@@ -51,10 +51,12 @@ from compare_vs_peers import (
     Run,
     Tool,
     ToolResult,
+    add_corpus_arguments,
     code_version,
     corpora,
     ensure_corpus,
     environment,
+    require_gnu_time,
     run_tool,
     tree_stats,
     warm_page_cache,
@@ -485,10 +487,7 @@ def has_fifo(root: Path) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="20k files, 3 x 256 MiB, /usr/share")
-    ap.add_argument("--corpus", action="append", choices=["small", "large", "usr"])
-    ap.add_argument("--runs", type=int, default=3, help="timed runs per tool (median)")
-    ap.add_argument("--scratch", type=Path, default=Path("/var/tmp/zverify-bench"))
+    add_corpus_arguments(ap)
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument(
         "--snapshot",
@@ -502,8 +501,7 @@ def main() -> int:
     scratch = args.scratch / ("quick" if args.quick else "full")
     scratch.mkdir(parents=True, exist_ok=True)
     specs = corpora(args.quick, scratch)
-    if not Path("/usr/bin/time").exists():
-        raise SystemExit("needs GNU time as /usr/bin/time (apt-get install time)")
+    require_gnu_time()
     for exe, pkg in (("hashdeep", "hashdeep"), ("mtree", "mtree-netbsd"), ("b3sum", "b3sum")):
         if shutil.which(exe) is None:
             print(f"WARNING: {exe} not found (apt-get install {pkg}); its rows will FAIL")
