@@ -36,7 +36,7 @@ def compare(
     """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
 
     Either side may be a manifest written by `zverify manifest` (a file, or - for stdin)."""
-    # imported here, not at the top: `zverify --help` and the other commands never load them
+    # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.options import algorithm_option, check_threads
     from zverify.compare.trees import compare_trees
     from zverify.progress import entry_progress, wanted

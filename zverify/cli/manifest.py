@@ -39,7 +39,7 @@ def manifest(
 
     Exit 0 when every entry was read, 2 when any could not be (they are recorded as
     errors, and any comparison against them will exit 2 too)."""
-    # imported here, not at the top: `zverify --help` and the other commands never load them
+    # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.options import check_threads
     from zverify.manifest.files import atomic_output
     from zverify.manifest.write import write_manifest
