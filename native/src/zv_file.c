@@ -29,6 +29,13 @@ static void set_error(zv_record *r, int op, int err, int64_t offset)
     r->err_offset = offset;
 }
 
+static void clear_error(zv_record *r)
+{
+    r->err_op = ZV_OP_NONE;
+    r->err_errno = 0;
+    r->err_offset = -1;
+}
+
 static void hash_zeros(zv_hasher *st, uint64_t len)
 {
     while (len > 0) {
@@ -178,11 +185,8 @@ void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *bu
     if (opt->read_xattrs)
         zv_xattrs_read(fd, NULL, r);
     check_unchanged(fd, r);
-    if (r->changed == ZV_CHANGE_REPLACED) { /* any read error was about another file */
-        r->err_op = ZV_OP_NONE;
-        r->err_errno = 0;
-        r->err_offset = -1;
-    }
+    if (r->changed == ZV_CHANGE_REPLACED)
+        clear_error(r); /* any read error was about another file */
     if (r->err_op != ZV_OP_NONE || r->changed)
         return;
     if (st) {
