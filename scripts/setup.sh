@@ -8,6 +8,7 @@ APT_PACKAGES=(
     build-essential libxxhash-dev        # the C core: XXH3 ...
     librust-blake3-dev                   # ... and BLAKE3's official C sources (setup.py)
     rsync tar coreutils attr acl         # real copies and metadata tools in tests
+    strace                               # tests: which files a walk opens and reads
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
     hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/
     mtree-netbsd libarchive-tools        # mtree specs: exported, read back, benchmarked

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from zverify import _zvcore
 from zverify.entry import Entry, Kind
 from zverify.errors import RootError, WalkError
+from zverify.filters import Filter
 from zverify.hashing import Algorithm, new_hasher
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class WalkOptions:
     hash_content: bool = True
     xattrs: bool = True
     one_file_system: bool = False
+    filter: Filter = field(default_factory=Filter)
 
 
 class TreeWalk:
@@ -69,6 +71,7 @@ class TreeWalk:
                 block_size=READ_BLOCK,
                 one_file_system=options.one_file_system,
                 xattrs=options.xattrs,
+                filter=options.filter.compiled(),
             )
         except OSError as err:
             raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None
@@ -103,8 +106,12 @@ class TreeWalk:
 
     def progress(self) -> tuple[int, int]:
         """(entries produced, file bytes read) so far."""
-        entries, nbytes = self._walker.counters()
+        entries, nbytes, _ = self._walker.counters()
         return entries, nbytes + self._py_bytes
+
+    def excluded(self) -> int:
+        """Entries the filter left out (an excluded directory once)."""
+        return self._walker.counters()[2]
 
     def close(self) -> None:
         self._walker.close()

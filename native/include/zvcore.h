@@ -103,12 +103,30 @@ typedef struct zv_record {
     int changed;         /* enum zv_change */
 } zv_record;
 
+/* ---- filters (zv_filter.c): which paths a walk leaves out ---- */
+
+typedef struct zv_filter zv_filter;
+
+int zv_filter_new(zv_filter **out);
+/* An rsync-style pattern (see zv_filter.c); include rules win over exclude rules.
+ * @return ZV_OK, ZV_EINVAL (empty, "/", a trailing '\\' or an unterminated '['), ZV_ENOMEM. */
+int zv_filter_add_rule(zv_filter *f, int include, const char *pattern, size_t len);
+/* A --files-from path, relative to the root without "." or ".." components: only listed
+ * paths, what lies below them and the directories leading to them are kept. */
+int zv_filter_add_listed(zv_filter *f, const char *path, size_t len);
+/* Call once after the last add, before any lookup; the filter is read-only afterwards. */
+void zv_filter_seal(zv_filter *f);
+/* 1: leave path out (a directory is then not entered); 0: keep; -1: out of memory. */
+int zv_filter_excludes(const zv_filter *f, const char *path, size_t len, int is_dir);
+void zv_filter_free(zv_filter *f);
+
 typedef struct zv_options {
     int algo;            /* enum zv_hash_algo */
     int threads;         /* hashing workers, >= 1 */
     size_t block_size;   /* read size, bytes */
     int one_file_system; /* do not descend into other devices */
     int read_xattrs;
+    const zv_filter *filter; /* NULL: keep everything; borrowed, must outlive the walk */
 } zv_options;
 
 typedef struct zv_walk zv_walk;
@@ -117,6 +135,8 @@ typedef struct zv_walk zv_walk;
 typedef struct zv_counters {
     uint64_t entries;    /* records emitted */
     uint64_t bytes;      /* file bytes hashed so far */
+    uint64_t excluded;   /* entries left out by the filter (an excluded directory counts
+                            once: what lies below it is never listed) */
 } zv_counters;
 
 /*
@@ -190,6 +210,9 @@ int zv_join_open(zv_walk *src, zv_walk *dst, zv_join **out);
  */
 int zv_join_next(zv_join *j, zv_pair *out, size_t max, size_t *n, int timeout_ms);
 int zv_join_failed_side(const zv_join *j); /* 0 SRC, 1 DST, -1 none */
+/* A quick check: the walks hash nothing, so files without digests that agree in size and
+ * every other attribute are identical.  Call before the first zv_join_next. */
+void zv_join_sizes_only(zv_join *j);
 void zv_join_get_totals(const zv_join *j, zv_join_totals *t);
 void zv_join_close(zv_join *j);
 

@@ -18,6 +18,8 @@
 #include <errno.h>
 
 int zv_py_stream_init(PyObject *module);
+int zv_py_filter_init(PyObject *module);
+int zv_py_filter_get(PyObject *obj, const zv_filter **out);
 
 static PyTypeObject RecordType;
 static PyObject *WalkError; /* OSError subclass: the walk ended before the whole tree */
@@ -59,6 +61,8 @@ typedef struct {
     zv_walk *walk;
     size_t batch;
     zv_record *buf;
+    PyObject *filter; /* the Filter the walk borrows: kept alive until the walk is closed */
+    zv_counters final; /* the counters as the walk closed, so they outlive it */
 } WalkerObject;
 
 static PyObject *xattrs_tuple(const zv_record *r)
@@ -197,15 +201,21 @@ static PyObject *raise_status(int rc, int err_no, PyObject *root)
 static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"root", "algo", "threads", "block_size", "one_file_system",
-                             "xattrs", "batch", NULL};
-    PyObject *root;
+                             "xattrs", "batch", "filter", NULL};
+    PyObject *root, *filter = Py_None;
     zv_options opt = {.algo = ZV_HASH_XXH3_128, .threads = 2, .block_size = 128 << 10,
                       .one_file_system = 0, .read_xattrs = 1};
     Py_ssize_t batch = 1024, block = (Py_ssize_t)opt.block_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppn", kwlist, PyUnicode_FSConverter,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppnO", kwlist, PyUnicode_FSConverter,
                                      &root, &opt.algo, &opt.threads, &block,
-                                     &opt.one_file_system, &opt.read_xattrs, &batch))
+                                     &opt.one_file_system, &opt.read_xattrs, &batch, &filter))
         return -1;
+    if (self->walk || zv_py_filter_get(filter, &opt.filter) < 0) {
+        if (self->walk)
+            PyErr_SetString(PyExc_RuntimeError, "Walker already started");
+        Py_DECREF(root);
+        return -1;
+    }
     if (batch < 1 || block < 4096 || opt.threads < 1 || opt.threads > 256) {
         Py_DECREF(root);
         PyErr_SetString(PyExc_ValueError, "batch >= 1, block_size >= 4096, 1 <= threads <= 256");
@@ -232,6 +242,8 @@ static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
     }
     self->walk = w;
     self->batch = (size_t)batch;
+    Py_INCREF(filter);
+    self->filter = filter;
     return 0;
 }
 
@@ -240,6 +252,7 @@ static void close_walk(WalkerObject *self)
     zv_walk *w = self->walk;
     self->walk = NULL;
     if (w) {
+        zv_walk_counters(w, &self->final);
         Py_BEGIN_ALLOW_THREADS
         zv_walk_close(w);
         Py_END_ALLOW_THREADS
@@ -290,10 +303,11 @@ static PyObject *Walker_next(WalkerObject *self)
 
 static PyObject *Walker_counters(WalkerObject *self, PyObject *Py_UNUSED(ignored))
 {
-    zv_counters c = {0, 0};
+    zv_counters c = self->final;
     if (self->walk)
         zv_walk_counters(self->walk, &c);
-    return Py_BuildValue("(KK)", (unsigned long long)c.entries, (unsigned long long)c.bytes);
+    return Py_BuildValue("(KKK)", (unsigned long long)c.entries, (unsigned long long)c.bytes,
+                         (unsigned long long)c.excluded);
 }
 
 static PyObject *Walker_close(WalkerObject *self, PyObject *Py_UNUSED(ignored))
@@ -306,12 +320,13 @@ static void Walker_dealloc(WalkerObject *self)
 {
     close_walk(self);
     PyMem_Free(self->buf);
+    Py_XDECREF(self->filter); /* only now: the walk's threads borrowed it until closed */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyMethodDef Walker_methods[] = {
     {"counters", (PyCFunction)Walker_counters, METH_NOARGS,
-     "(entries emitted, file bytes read) so far; 0s once closed."},
+     "(entries emitted, file bytes read, entries excluded) so far, or at the close."},
     {"close", (PyCFunction)Walker_close, METH_NOARGS, "Stop the threads and free everything."},
     {NULL, NULL, 0, NULL},
 };
@@ -343,11 +358,12 @@ typedef struct {
 
 static int Join_init(JoinObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"src", "dst", "batch", NULL};
+    static char *kwlist[] = {"src", "dst", "batch", "sizes_only", NULL};
     PyObject *src, *dst;
     Py_ssize_t batch = 1024;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!|$n", kwlist, &WalkerType, &src,
-                                     &WalkerType, &dst, &batch))
+    int sizes_only = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!|$np", kwlist, &WalkerType, &src,
+                                     &WalkerType, &dst, &batch, &sizes_only))
         return -1;
     zv_walk *ws = ((WalkerObject *)src)->walk, *wd = ((WalkerObject *)dst)->walk;
     if (batch < 1 || !ws || !wd || src == dst || self->join) {
@@ -361,6 +377,8 @@ static int Join_init(JoinObject *self, PyObject *args, PyObject *kw)
         PyErr_NoMemory();
         return -1;
     }
+    if (sizes_only)
+        zv_join_sizes_only(self->join);
     self->walkers[0] = Py_NewRef(src);
     self->walkers[1] = Py_NewRef(dst);
     self->batch = (size_t)batch;
@@ -573,7 +591,7 @@ PyMODINIT_FUNC PyInit__zvcore(void)
     if (PyModule_AddObject(m, "Record", (PyObject *)&RecordType) < 0 ||
         PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
         PyModule_AddObjectRef(m, "Join", (PyObject *)&JoinType) < 0 || add_constants(m) < 0 ||
-        zv_py_stream_init(m) < 0) {
+        zv_py_stream_init(m) < 0 || zv_py_filter_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

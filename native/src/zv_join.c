@@ -33,6 +33,7 @@ struct zv_join {
     size_t fold_len;
     int failed_side; /* 0 SRC, 1 DST, -1 none */
     int status;      /* the failure every later call returns; ZV_OK while none */
+    int sizes_only;  /* a quick check: no digests, files compare by size (and metadata) */
     zv_join_totals totals;
 };
 
@@ -64,6 +65,11 @@ void zv_join_close(zv_join *j)
 }
 
 int zv_join_failed_side(const zv_join *j) { return j->failed_side; }
+
+void zv_join_sizes_only(zv_join *j)
+{
+    j->sizes_only = 1;
+}
 
 void zv_join_get_totals(const zv_join *j, zv_join_totals *t) { *t = j->totals; }
 
@@ -135,8 +141,9 @@ static int same_bytes(const void *a, size_t alen, const void *b, size_t blen)
     return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
 }
 
-/* zverify.compare.diffs.same_entry: equal in everything any policy compares, both readable. */
-static int same_entry(const zv_record *s, const zv_record *d)
+/* zverify.compare.diffs.same_entry: equal in everything any policy compares, both readable;
+ * sizes_only: files read by neither walk (a quick check) count by their size. */
+static int same_entry(const zv_record *s, const zv_record *d, int sizes_only)
 {
     return s->kind == d->kind && s->size == d->size && s->has_digest == d->has_digest &&
            (!s->has_digest || same_bytes(s->digest, s->digest_len, d->digest, d->digest_len)) &&
@@ -146,7 +153,7 @@ static int same_entry(const zv_record *s, const zv_record *d)
            s->rdev == d->rdev && s->has_xattrs == d->has_xattrs &&
            (!s->has_xattrs || same_bytes(s->xattrs, s->xattrs_len, d->xattrs, d->xattrs_len)) &&
            s->err_op == ZV_OP_NONE && d->err_op == ZV_OP_NONE && !s->changed && !d->changed &&
-           (s->has_digest || s->kind != ZV_KIND_FILE);
+           (s->has_digest || s->kind != ZV_KIND_FILE || sizes_only);
 }
 
 /* zverify.compare.sizes.SideTally.add, for an entry that is not hard-linked. */
@@ -248,7 +255,7 @@ static int step(zv_join *j, zv_pair *out, int *handed)
         j->fold = NULL;
     }
     *handed = 0;
-    if (!folded && s && d && same_entry(s, d) &&
+    if (!folded && s && d && same_entry(s, d, j->sizes_only) &&
         ((s->nlink <= 1 && d->nlink <= 1) || s->kind == ZV_KIND_DIR)) {
         settle_identical(&j->totals, s, d);
         zv_record_free(s);

@@ -78,6 +78,7 @@ struct zv_walk {
 
     uint64_t entries;       /* atomics: progress counters */
     uint64_t bytes;
+    uint64_t excluded;
 };
 
 static zv_slot *slot_at(struct zv_walk *w, uint64_t i)
@@ -141,12 +142,18 @@ static int push(void *ctx, zv_record *rec, int fd)
     return 0;
 }
 
+static void count_excluded(void *ctx)
+{
+    struct zv_walk *w = ctx;
+    __atomic_fetch_add(&w->excluded, 1, __ATOMIC_RELAXED);
+}
+
 static void *walker_main(void *arg)
 {
     struct zv_walk *w = arg;
     zv_traverse_opts opt = {w->root_fd, w->root_dev, w->opt.one_file_system,
-                            w->opt.read_xattrs, w->opt.algo != ZV_HASH_NONE};
-    zv_sink sink = {w, push, reserve_fd, release_fd};
+                            w->opt.read_xattrs, w->opt.algo != ZV_HASH_NONE, w->opt.filter};
+    zv_sink sink = {w, push, reserve_fd, release_fd, count_excluded};
     int err_no = 0;
     int status = zv_traverse(&opt, &sink, &err_no);
     pthread_mutex_lock(&w->lock);
@@ -393,6 +400,7 @@ void zv_walk_counters(const zv_walk *w, zv_counters *c)
 {
     c->entries = __atomic_load_n(&w->entries, __ATOMIC_RELAXED);
     c->bytes = __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
+    c->excluded = __atomic_load_n(&w->excluded, __ATOMIC_RELAXED);
 }
 
 void zv_record_free(zv_record *r)

@@ -362,6 +362,25 @@ static int open_file(const zv_sink *sink, const zv_traverse_opts *opt, int dirfd
     return fd;
 }
 
+/* Whether the filter leaves r out: 1 yes, 0 no, -1 it ran out of memory. */
+static int excludes(const walk_state *s, const zv_record *r, int is_dir)
+{
+    return s->opt->filter ? zv_filter_excludes(s->opt->filter, r->path, r->path_len, is_dir) : 0;
+}
+
+/*
+ * Called before anything is opened, so an excluded directory is never entered.  A filter
+ * out of memory ends the walk (ZV_EWALK): keeping or dropping the entry would be a guess.
+ */
+static int drop(walk_state *s, zv_record *r, int verdict)
+{
+    zv_record_free(r);
+    if (verdict < 0)
+        return ZV_EWALK;
+    s->sink->excluded(s->sink->ctx);
+    return ZV_OK;
+}
+
 static int emit(walk_state *s, zv_record *r, int fd)
 {
     return s->sink->emit(s->sink->ctx, r, fd) < 0 ? ZV_ESTOPPED : ZV_OK;
@@ -386,9 +405,16 @@ static int visit(walk_state *s, const char *name)
         /* dirfd < 0: the walk could not climb back into this directory */
         record_error(&r, ZV_OP_LSTAT, dirfd < 0 ? ESTALE : errno);
         r.kind = ZV_KIND_UNKNOWN;
+        /* its type is unknown: left out only when excluded both as a directory and not */
+        int as_file = excludes(s, &r, 0), as_dir = excludes(s, &r, 1);
+        if (as_file < 0 || as_dir < 0 || (as_file && as_dir))
+            return drop(s, &r, as_file < 0 || as_dir < 0 ? -1 : 1);
         return emit(s, &r, -1);
     }
     set_stat(&r, &st);
+    int verdict = excludes(s, &r, r.kind == ZV_KIND_DIR);
+    if (verdict != 0)
+        return drop(s, &r, verdict);
     if (r.kind == ZV_KIND_FILE) {
         fd = open_file(s->sink, s->opt, dirfd, name, &r);
         if (fd == -2) {

@@ -16,6 +16,8 @@ typedef struct zv_sink {
     /* Wait until one more file may be held open: 0, or -1 when stopping. */
     int (*reserve_fd)(void *ctx);
     void (*release_fd)(void *ctx);
+    /* An entry the filter left out (never emitted, a directory never entered). */
+    void (*excluded)(void *ctx);
 } zv_sink;
 
 typedef struct zv_traverse_opts {
@@ -24,6 +26,7 @@ typedef struct zv_traverse_opts {
     int one_file_system;
     int read_xattrs;
     int read_ahead;      /* file data will be read: start reading it at open */
+    const zv_filter *filter; /* NULL: keep everything */
 } zv_traverse_opts;
 
 /*

@@ -8,6 +8,7 @@ could not be read ends in exit 2, never in IDENTICAL (0) or DIFFERENT (1).
 import errno
 import json
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,3 +221,20 @@ def test_stream_scanner_allocation_failures_end_in_exit_2(harness: Harness, comm
         assert run.fired == [f"malloc {n}"], run.describe()
         assert run.returncode == 2 and not run.stdout.startswith("OK"), run.describe()
         assert "Traceback" not in run.stderr, run.describe()
+
+
+def test_filter_allocation_failures_end_in_exit_2(harness: Harness, tmp_path: Path) -> None:
+    """With filters the core allocates when the patterns are compiled and when a long path
+    is matched (the matcher's row outgrows the stack): every such failure is exit 2."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    deep = Path(*(["d" * 200] * 3))  # a path of 600+ bytes: the matcher allocates its row
+    (src / deep).mkdir(parents=True)
+    (src / deep / "keep").write_bytes(b"k")
+    (src / deep / "drop.tmp").write_bytes(b"d")
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+    args = ("compare", "--threads", "1", "-q", "--exclude", "d*/**/*.tmp", str(src), str(dst))
+    clean = harness.run(None, *args)
+    assert clean.returncode == 0, clean.describe()
+    runs = harness.run_many([f"malloc:{n}" for n in sweep(clean.counts["malloc"])], *args)
+    wrong = [r.describe() for r in runs if not _allocation_contract_holds(r)]
+    assert not wrong, "\n".join(wrong)

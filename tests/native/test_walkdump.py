@@ -242,6 +242,19 @@ def test_driver_prints_what_walker_returns(tree: Path, full: list[str]) -> None:
     assert len(full) > SMALL_FILES + DEEP
 
 
+@pytest.mark.parametrize("threads", ["1", "8"])
+def test_filter_prunes_in_the_walker_threads(
+    driver: list[str], tree: Path, full: list[str], threads: str
+) -> None:
+    """The filter under the sanitizers: the same records minus the excluded subtrees."""
+    records, end = dump(driver, tree, "-t", threads, "-e", "deep/", "-e", "/big/[02]")
+    assert end == f"end EDONE records={len(records)}"
+    paths = [line.split("\t")[0] for line in full]
+    left = [line for line, p in zip(full, paths, strict=True)
+            if not (p == "deep" or p.startswith("deep/") or p in ("big/0", "big/2"))]  # fmt: skip
+    assert records == left and len(left) < len(full)
+
+
 def test_tree_has_what_the_walk_must_survive(full: list[str]) -> None:
     """Guards the comparison above against a tree that lost its hard parts."""
     rows = {line.split("\t")[0]: line.split("\t") for line in full}

@@ -6,7 +6,7 @@
  * zverify._zvcore.Walker; scripts/tsan.sh runs that test with a TSan build.
  *
  * Usage: walkdump [-t threads] [-n batch] [-b block_size] [-a algo] [-x]
- *                 [-d usec] [-s k | -c k] root
+ *                 [-d usec] [-s k | -c k] [-e pattern]... root
  *   -t  hashing workers (default 2, as Walker)
  *   -n  records per zv_walk_next call (default 64; 1 maximises hand-offs)
  *   -b  read block size (default 128 KiB, as Walker)
@@ -15,6 +15,7 @@
  *   -d  sleep this long after each batch (a slow consumer fills the ring)
  *   -s  after k records another thread calls zv_walk_stop; keep consuming
  *   -c  after k records stop consuming and zv_walk_close at once
+ *   -e  leave out what the rsync-style pattern matches (repeatable; zv_filter.c)
  *
  * Output: one line per record, tab-separated:
  *   path kind size data_bytes digest link error changed
@@ -49,6 +50,7 @@ typedef struct config {
     enum early early;
     unsigned long long k;
     const char *root;
+    zv_filter *filter; /* NULL without -e */
 } config;
 
 /* The thread that calls zv_walk_stop, woken by the consumer after k records. */
@@ -146,9 +148,15 @@ static int parse_args(int argc, char **argv, config *c)
 {
     unsigned long long v;
     int o;
-    while ((o = getopt(argc, argv, "t:n:b:a:xd:s:c:")) != -1) {
+    while ((o = getopt(argc, argv, "t:n:b:a:xd:s:c:e:")) != -1) {
         if (o == 'x') {
             c->opt.read_xattrs = 0;
+            continue;
+        }
+        if (o == 'e') {
+            if ((!c->filter && zv_filter_new(&c->filter) != ZV_OK) ||
+                zv_filter_add_rule(c->filter, 0, optarg, strlen(optarg)) != ZV_OK)
+                return -1;
             continue;
         }
         if (o == '?' || parse_count(optarg, &v) < 0 || v > 1ULL << 40)
@@ -171,6 +179,10 @@ static int parse_args(int argc, char **argv, config *c)
     if (optind != argc - 1 || c->batch < 1 || c->opt.threads < 1)
         return -1;
     c->root = argv[optind];
+    if (c->filter) {
+        zv_filter_seal(c->filter);
+        c->opt.filter = c->filter;
+    }
     return 0;
 }
 
@@ -289,10 +301,12 @@ int main(int argc, char **argv)
     };
     if (parse_args(argc, argv, &c) < 0) {
         fputs("usage: walkdump [-t threads] [-n batch] [-b block_size] [-a algo] [-x] "
-              "[-d usec] [-s k | -c k] root\n", stderr);
+              "[-d usec] [-s k | -c k] [-e pattern]... root\n", stderr);
+        zv_filter_free(c.filter);
         return 2;
     }
     int code = run(&c);
+    zv_filter_free(c.filter);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         perror("walkdump: stdout");
         return 2;

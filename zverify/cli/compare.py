@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from zverify.cli.filtering import Exclude, ExcludeFrom, FilesFrom, From0, Include
 from zverify.compare.policy import PROFILES, ComparePolicy
 
 
@@ -16,8 +17,24 @@ def compare(
         str | None, typer.Option(help="Comma-separated kinds not to report, e.g. mtime,owner.")
     ] = None,
     mtime_window: Annotated[
-        float, typer.Option(help="Treat mtimes within this many seconds as equal (FAT, NAS).")
+        float,
+        typer.Option(
+            "--mtime-window",
+            "--modify-window",
+            help="Treat mtimes within this many seconds as equal (FAT, NAS).",
+        ),
     ] = 0.0,
+    quick: Annotated[
+        bool,
+        typer.Option(
+            "--quick",
+            help="Read no file data: equal size and mtime count as equal content (rsync's "
+            "default check); the verdict says content was not read.",
+        ),
+    ] = False,
+    one_way: Annotated[
+        bool, typer.Option("--one-way", help="Entries only in DST are not differences.")
+    ] = False,
     hash_name: Annotated[
         str | None,
         typer.Option(
@@ -30,6 +47,11 @@ def compare(
     one_file_system: Annotated[
         bool, typer.Option("--one-file-system", "-x", help="Do not descend into other mounts.")
     ] = False,
+    exclude: Exclude = None,
+    include: Include = None,
+    exclude_from: ExcludeFrom = None,
+    files_from: FilesFrom = None,
+    from0: From0 = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
@@ -37,6 +59,7 @@ def compare(
 
     Either side may be a manifest written by `zverify manifest` (a file, or - for stdin)."""
     # imported here, not at the top: `--help` and usage errors of this command never need them
+    from zverify.cli.filtering import selected
     from zverify.cli.options import algorithm_option, check_threads
     from zverify.compare.trees import compare_trees
     from zverify.progress import entry_progress, wanted
@@ -45,10 +68,15 @@ def compare(
 
     algorithm = algorithm_option(hash_name)
     check_threads(threads)
-    policy = ComparePolicy.build(profile, ignore, mtime_window)
+    if one_way:
+        ignore = f"{ignore},extra" if ignore else "extra"
+    policy = ComparePolicy.build(profile, ignore, mtime_window, quick)
+    chosen = selected(exclude, include, exclude_from, files_from, from0)
 
     with entry_progress(wanted(quiet or as_json), "comparing") as hook:
-        result = compare_trees(src, dst, policy, algorithm, threads, one_file_system, progress=hook)
+        result = compare_trees(
+            src, dst, policy, algorithm, threads, one_file_system, progress=hook, filter=chosen
+        )
     render = json_report.render_compare if as_json else text_report.render_compare
     sys.stdout.write(render(result))
     return result.exit_code

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from zverify import exitcodes
+from zverify.cli.filtering import Exclude, ExcludeFrom, FilesFrom, From0, Include
 from zverify.errors import UsageError
 from zverify.manifest import FORMATS, STDIO
 
@@ -33,6 +34,11 @@ def manifest(
     one_file_system: Annotated[
         bool, typer.Option("--one-file-system", "-x", help="Do not descend into other mounts.")
     ] = False,
+    exclude: Exclude = None,
+    include: Include = None,
+    exclude_from: ExcludeFrom = None,
+    files_from: FilesFrom = None,
+    from0: From0 = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     """Record TREE in a manifest, to compare it later or elsewhere with `zverify compare`.
@@ -40,6 +46,7 @@ def manifest(
     Exit 0 when every entry was read, 2 when any could not be (they are recorded as
     errors, and any comparison against them will exit 2 too)."""
     # imported here, not at the top: `--help` and usage errors of this command never need them
+    from zverify.cli.filtering import selected
     from zverify.cli.options import check_threads
     from zverify.manifest.files import atomic_output
     from zverify.manifest.write import write_manifest
@@ -55,12 +62,19 @@ def manifest(
         threads=threads or default_threads(),
         xattrs=True,
         one_file_system=one_file_system,
+        filter=selected(exclude, include, exclude_from, files_from, from0),
     )
     show = wanted(quiet) and output != STDIO
     with entry_progress(show, "recording") as hook, atomic_output(output) as out:
         summary = write_manifest(tree, out, options, progress=hook, fmt=fmt)
     where = "stdout" if output == STDIO else repr(output)
     print(f"zverify: {summary.entries:,} entries of {tree!r} recorded in {where}", file=sys.stderr)
+    if options.filter.active:
+        print(
+            f"zverify: {summary.excluded:,} entries left out by the filters, which the "
+            "manifest records (compare applies them to the other side)",
+            file=sys.stderr,
+        )
     if summary.dropped:
         print(f"zverify: --format {fmt} cannot express {summary.dropped}", file=sys.stderr)
     if summary.left_out:

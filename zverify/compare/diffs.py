@@ -31,9 +31,10 @@ class Difference:
     dst_escaped: bool = False
 
 
-def same_entry(s: Entry, d: Entry) -> bool:
+def same_entry(s: Entry, d: Entry, sizes_only: bool = False) -> bool:
     """True when two readable entries agree on everything any policy compares,
-    so diff_pair() would find nothing: the fast path for identical pairs."""
+    so diff_pair() would find nothing: the fast path for identical pairs.  sizes_only: a
+    quick check, where files carry no digest and agree by size."""
     return (
         s.kind == d.kind
         and s.size == d.size
@@ -49,7 +50,7 @@ def same_entry(s: Entry, d: Entry) -> bool:
         and d.error is None
         and s.changed is None
         and d.changed is None
-        and (s.digest is not None or s.kind != Kind.FILE)
+        and (s.digest is not None or s.kind != Kind.FILE or sizes_only)
     )
 
 
@@ -62,7 +63,7 @@ def diff_pair(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]
         return [Difference(src.path, DiffKind.TYPE, "{} -> {}".format(*labels), *labels)]
     # unfiltered: whether the payload is the same must not depend on --ignore (the caller
     # drops the kinds the policy does not check)
-    return _payload_difference(src, dst) + _metadata_differences(src, dst, policy)
+    return _payload_difference(src, dst, policy) + _metadata_differences(src, dst, policy)
 
 
 def _unreadable(src: Entry, dst: Entry) -> Difference | None:
@@ -77,9 +78,13 @@ def _unreadable(src: Entry, dst: Entry) -> Difference | None:
     return None
 
 
-def _payload_difference(src: Entry, dst: Entry) -> list[Difference]:
-    """Content of files, targets of symlinks, numbers of devices."""
-    if src.kind == Kind.FILE:
+def _payload_difference(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]:
+    """Content of files (their sizes only when content is not read), targets of symlinks,
+    numbers of devices."""
+    if src.kind == Kind.FILE and not policy.reads_content:
+        if src.size != dst.size and min(src.size, dst.size) != SIZE_NOT_RECORDED:
+            return [_content(src, dst, f"size {src.size} -> {dst.size}")]
+    elif src.kind == Kind.FILE:
         if src.digest is None or dst.digest is None:
             side = "SRC" if src.digest is None else "DST"
             return [Difference(src.path, DiffKind.ERROR, f"{side}: content was not hashed")]

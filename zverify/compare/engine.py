@@ -87,6 +87,7 @@ def compare_pair_batches(
 class _Comparison:
     def __init__(self, policy: ComparePolicy, identity: Identity) -> None:
         self.policy = policy
+        self.sizes_only = not policy.reads_content
         self.differences: list[Difference] = []
         self.src = SideTally(identity)
         self.dst = SideTally(identity)
@@ -95,7 +96,12 @@ class _Comparison:
         self.fold: _Fold | None = None
 
     def visit(self, s: Entry | None, d: Entry | None) -> None:
-        if s is not None and d is not None and self.fold is None and same_entry(s, d):
+        if (
+            s is not None
+            and d is not None
+            and self.fold is None
+            and same_entry(s, d, self.sizes_only)
+        ):
             self._identical(s, d)
             return
         if s is not None:

@@ -60,10 +60,15 @@ class ComparePolicy:
     profile: str = "full"
     checked: frozenset[DiffKind] = FULL
     mtime_window_ns: int = 0
+    quick: bool = False  # --quick: no file is read; equal size (and mtime) stands for content
 
     @classmethod
     def build(
-        cls, profile: str = "full", ignore: str | None = None, mtime_window: float = 0.0
+        cls,
+        profile: str = "full",
+        ignore: str | None = None,
+        mtime_window: float = 0.0,
+        quick: bool = False,
     ) -> "ComparePolicy":
         """Validate user input into a policy; raises UsageError naming the bad part."""
         if profile not in PROFILES:
@@ -73,10 +78,17 @@ class ComparePolicy:
                 f"--mtime-window must be a number of seconds from 0 to {MAX_MTIME_WINDOW:,}"
                 " (use --ignore mtime to ignore mtimes)"
             )
-        return cls(profile, PROFILES[profile] - _parse_ignore(ignore), round(mtime_window * 1e9))
+        checked = PROFILES[profile] - _parse_ignore(ignore)
+        return cls(profile, checked, round(mtime_window * 1e9), quick)
 
     def checks(self, kind: DiffKind) -> bool:
         return kind in self.checked
+
+    @property
+    def reads_content(self) -> bool:
+        """Whether file bytes are read: not for --quick, nor when content is not compared
+        (--ignore content), where reading every byte would change nothing but the time."""
+        return not self.quick and DiffKind.CONTENT in self.checked
 
     @property
     def needs_xattrs(self) -> bool:

@@ -7,6 +7,7 @@ from zverify import exitcodes
 from zverify.compare.diffs import Difference
 from zverify.compare.engine import EngineResult
 from zverify.compare.policy import ComparePolicy, DiffKind
+from zverify.filters import Filter
 from zverify.fsinfo import UNKNOWN_FS, FsInfo
 from zverify.hashing import Algorithm
 
@@ -28,6 +29,8 @@ class CompareResult(EngineResult):
     # what the policy asked for but this process could not see (e.g. "trusted.* xattrs")
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. DST lies inside SRC
+    filter: Filter = field(default_factory=Filter)  # what both sides left out...
+    excluded: dict[str, int] = field(default_factory=dict)  # ...and how much: "src"/"dst"
 
     @property
     def identical(self) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from zverify.compare.policy import DiffKind
 from zverify.entry import Entry
+from zverify.filters import Filter, filtered
 from zverify.fsinfo import FsInfo, filesystem_of, unreadable_xattr_namespaces
 from zverify.hashing import Algorithm
 from zverify.walk import TreeWalk, WalkOptions
@@ -31,6 +32,18 @@ class Side:
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     one_file_system: bool = False  # recorded with -x: the live side must not cross mounts
+    filter: Filter | None = None  # a manifest recorded with one: the live side gets it too
+    excluded: Callable[[], int] = lambda: 0  # entries the filter left out so far
+
+    def apply_filter(self, chosen: Filter) -> None:
+        """Leave out what chosen excludes from a side that was not walked with it (a
+        manifest; a live side gets its filter in the walk options instead)."""
+        compiled = chosen.compiled()
+        if compiled is None:
+            return
+        counter = [0]
+        self.entries = filtered(self.entries, compiled, counter)
+        self.excluded = lambda: counter[0]
 
 
 def is_manifest_path(path: str) -> bool:
@@ -44,7 +57,7 @@ def live_side(name: str, path: str, options: WalkOptions) -> Side:
     unverifiable = unreadable_xattr_namespaces() if options.xattrs else []
     return Side(
         name, path, walk, filesystem_of(path), walk.progress, walk.close, None,
-        unverifiable=unverifiable,
+        unverifiable=unverifiable, excluded=walk.excluded,
     )  # fmt: skip
 
 

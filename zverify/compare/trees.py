@@ -18,6 +18,7 @@ from zverify.compare.result import CompareResult
 from zverify.compare.sides import Side, is_manifest_path, live_side, manifest_side
 from zverify.entry import Entry, Kind
 from zverify.errors import SameTreeError, UsageError
+from zverify.filters import Filter
 from zverify.hashing import Algorithm
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
@@ -35,6 +36,7 @@ def compare_trees(
     one_file_system: bool = False,
     progress: ProgressHook | None = None,
     c_join: bool = True,
+    filter: Filter | None = None,
 ) -> CompareResult:
     """Compare two trees or manifests; raises RootError/SameTreeError/UsageError/ManifestError
     (exit 2) before anything is walked, ManifestError if a manifest proves damaged later.
@@ -53,12 +55,17 @@ def compare_trees(
             opened[name] = manifest_side(name, paths[name], keep_xattrs=policy.needs_xattrs)
         chosen = _agreed_algorithm(algorithm, list(opened.values()))
         _check_recorded(policy, list(opened.values()))
+        narrowed = _agreed_filter(filter or Filter(), list(opened.values()))
         options = WalkOptions(
             algorithm=chosen,
             threads=threads or default_threads(),
+            hash_content=policy.reads_content,
             xattrs=policy.needs_xattrs,
             one_file_system=one_file_system or any(s.one_file_system for s in opened.values()),
+            filter=narrowed,
         )
+        for side in opened.values():
+            side.apply_filter(narrowed)
         for name in SIDES:
             if name not in opened:
                 opened[name] = live_side(name, paths[name], options)
@@ -67,6 +74,7 @@ def compare_trees(
             for side in (s, d):
                 side.entries = _without_directories(side.entries)
         found = _compare_sides(s, d, policy, progress, c_join)
+        excluded = {"src": s.excluded(), "dst": d.excluded()}
     finally:
         for side in opened.values():
             side.close()
@@ -80,6 +88,8 @@ def compare_trees(
         dst_fs=d.fs,
         unverifiable=_unique(s.unverifiable + d.unverifiable),
         notes=notes + s.notes + d.notes,
+        filter=narrowed,
+        excluded=excluded,
     )
 
 
@@ -89,7 +99,7 @@ def _compare_sides(
     """Two live trees hashed in C are joined in C; anything else is paired in Python."""
     walks = s.entries, d.entries
     if c_join and all(isinstance(w, TreeWalk) and w.c_walker() is not None for w in walks):
-        joined = JoinedWalks(*walks)  # type: ignore[arg-type]
+        joined = JoinedWalks(*walks, sizes_only=not policy.reads_content)  # type: ignore[arg-type]
         batches = _batches_reporting(joined.batches(), s, d, progress)
         return compare_pair_batches(batches, joined.settled, policy)
     return compare_entries(_reporting(s, d, progress), d.entries, policy)
@@ -124,6 +134,25 @@ def _agreed_algorithm(asked: Algorithm | None, manifests: list[Side]) -> Algorit
             )
         return recorded
     return asked or Algorithm.XXH3_128
+
+
+def _agreed_filter(asked: Filter, manifests: list[Side]) -> Filter:
+    """The filter both sides get: the one asked for, or the one a manifest was written with
+    (then the live side must leave out the same, or everything it left out is "extra")."""
+    recorded = {(s.filter.rules, s.filter.listed): s for s in manifests if s.filter}
+    if len(recorded) > 1:
+        raise UsageError("SRC and DST manifests were written with different filters")
+    if not recorded:
+        return asked
+    (side,) = recorded.values()
+    assert side.filter is not None
+    if asked.active and (asked.rules, asked.listed) != (side.filter.rules, side.filter.listed):
+        shown = "; ".join(side.filter.patterns()) or "a --files-from list"
+        raise UsageError(
+            f"{side.name} manifest {side.label!r} was written with filters ({shown}): "
+            "give the same filters, or none to use them"
+        )
+    return side.filter
 
 
 def _check_recorded(policy: ComparePolicy, sides: list[Side]) -> None:

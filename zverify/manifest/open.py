@@ -82,6 +82,8 @@ def _native(name: str, manifest: NativeManifest) -> Side:
     ]
     if header.one_file_system:
         notes.append(f"{name} was written with --one-file-system: so is the other side walked")
+    if header.filter is not None:
+        notes.append(f"{name} was written with filters: the other side gets the same")
     return Side(
         name=name,
         label=manifest.path,
@@ -94,4 +96,5 @@ def _native(name: str, manifest: NativeManifest) -> Side:
         unverifiable=[f"{u} (when the manifest was written)" for u in header.unverifiable],
         notes=notes,
         one_file_system=header.one_file_system,
+        filter=header.filter,
     )

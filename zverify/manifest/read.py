@@ -17,6 +17,7 @@ import blake3
 
 from zverify.entry import Entry
 from zverify.errors import ManifestError
+from zverify.filters import Filter
 from zverify.fsinfo import FsInfo
 from zverify.hashing import DIGEST_SIZES, Algorithm
 from zverify.manifest.escape import unescape
@@ -35,6 +36,7 @@ class Header:
     filesystem: FsInfo
     xattrs: bool
     one_file_system: bool
+    filter: Filter | None  # written with --exclude/--files-from: what it left out
     unverifiable: list[str] = field(default_factory=list)
 
 
@@ -169,6 +171,7 @@ def _header(obj: dict[str, Any]) -> Header:
         filesystem=FsInfo(str(fs["type"]), str(fs["source"]), str(fs["mountpoint"]), fs["zfs"]),
         xattrs=bool(obj["xattrs"]),
         one_file_system=bool(obj["one_file_system"]),
+        filter=None if obj.get("filter") is None else Filter.from_json(obj["filter"], "manifest"),
         unverifiable=[str(x) for x in obj["unverifiable"]],
     )
 

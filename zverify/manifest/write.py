@@ -39,6 +39,7 @@ class WriteSummary:
     left_out: list[bytes] = field(default_factory=list)  # entries the format cannot hold
     left_out_why: str = ""
     dropped: str = ""  # attributes the format cannot express
+    excluded: int = 0  # entries the filter left out (an excluded directory once)
 
 
 def header(root: str, options: WalkOptions) -> dict[str, object]:
@@ -58,6 +59,7 @@ def header(root: str, options: WalkOptions) -> dict[str, object]:
         },
         "xattrs": options.xattrs,
         "one_file_system": options.one_file_system,
+        "filter": options.filter.to_json() if options.filter.active else None,
         "unverifiable": unreadable_xattr_namespaces() if options.xattrs else [],
     }
 
@@ -225,6 +227,7 @@ def write_manifest(
             if progress is not None:
                 progress(*walk.progress())
         writer.finish()
+        writer.summary.excluded = walk.excluded()
     finally:
         walk.close()
     return writer.summary

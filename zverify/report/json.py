@@ -52,6 +52,16 @@ def _side(tally: SideTally, fs: FsInfo) -> dict[str, Any]:
     }
 
 
+def _excluded(result: CompareResult) -> dict[str, Any]:
+    f = result.filter
+    return {
+        "patterns": f.patterns(),
+        "files_from": f.listed_from if f.listed is not None else None,
+        "listed": None if f.listed is None else len(f.listed),
+        "entries": {"src": result.excluded.get("src", 0), "dst": result.excluded.get("dst", 0)},
+    }
+
+
 def compare_document(result: CompareResult) -> dict[str, Any]:
     return {
         "schema": SCHEMA_VERSION,
@@ -59,6 +69,8 @@ def compare_document(result: CompareResult) -> dict[str, Any]:
         "exit_code": result.exit_code,
         "profile": result.policy.profile,
         "checked": sorted(k.value for k in result.policy.checked),
+        "content_read": result.policy.reads_content,
+        "excluded": _excluded(result),
         "algorithm": result.algorithm.value,
         **_path_fields("src", os.fsencode(result.src_root)),
         **_path_fields("dst", os.fsencode(result.dst_root)),

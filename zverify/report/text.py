@@ -54,11 +54,36 @@ def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
 
 def _verdict(result: CompareResult) -> str:
     if result.identical:
-        return f"IDENTICAL under {_checks(result)}{_unverifiable(result)}"
+        return f"IDENTICAL under {_checks(result)}{_unverifiable(result)}{_narrowed(result)}"
     counts = ", ".join(f"{k} {n:,}" for k, n in sorted(result.counts.items()))
     word = "INCOMPLETE" if result.unverified else "DIFFERENT"
     total = len(result.differences)
-    return f"{word}: {total:,} difference{'s' * (total != 1)} ({counts})"
+    return f"{word}: {total:,} difference{'s' * (total != 1)} ({counts}){_narrowed(result)}"
+
+
+def _narrowed(result: CompareResult) -> str:
+    """What the verdict does not cover: content not read, entries filtered out."""
+    parts = []
+    if not result.policy.reads_content:
+        parts.append("content not read: equal sizes taken as equal content")
+    if result.filter.active:
+        src, dst = result.excluded.get("src", 0), result.excluded.get("dst", 0)
+        parts.append(f"filtered: {src:,} SRC and {dst:,} DST entries left out")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def filter_line(result: CompareResult) -> list[str]:
+    """The filter in full, so a log shows exactly what was not compared."""
+    f = result.filter
+    if not f.active:
+        return []
+    rules = ", ".join(f.patterns())
+    listed = f"--files-from {f.listed_from!r} ({len(f.listed):,} paths)" if f.listed else ""
+    what = "; ".join(x for x in (rules, listed) if x)
+    return [
+        f"filter: {what} (an excluded directory counts once: it is not entered; the sizes "
+        "below are of the entries compared)"
+    ]
 
 
 def _unverifiable(result: CompareResult) -> str:
@@ -101,6 +126,7 @@ def render_compare(result: CompareResult) -> str:
     if lines:
         lines.append("")
     lines += [f"note: {note}" for note in result.notes]
+    lines += filter_line(result)
     lines += [
         _side_line("SRC", result.src_root, result.src_sizes, result.src_fs),
         _side_line("DST", result.dst_root, result.dst_sizes, result.dst_fs),
