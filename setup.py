@@ -2,10 +2,12 @@
 
 import os
 import sys
+import tempfile
 from glob import glob
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "native"))
 import blake3_sources  # native/, beside this file
@@ -15,6 +17,29 @@ SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 sanitize = os.environ.get("ZVERIFY_SANITIZE") == "1"
 
 
+def require_header(header: str, package: str, compiler: object) -> None:
+    """Stop with one line naming the Debian package, not 100 lines of compiler errors."""
+    probe = f"#include <{header}>\nint main(void) {{ return 0; }}\n"
+    with tempfile.TemporaryDirectory() as scratch:
+        source = os.path.join(scratch, "probe.c")
+        with open(source, "w") as f:
+            f.write(probe)
+        saved = os.dup(2)  # the compiler is a child process: silence fd 2 itself
+        try:
+            with open(os.devnull, "w") as quiet:
+                os.dup2(quiet.fileno(), 2)
+                compiler.compile([source], output_dir=scratch)  # type: ignore[attr-defined]
+        except CompileError:
+            os.dup2(saved, 2)
+            sys.exit(
+                f"zverify: {header} not found: install {package} "
+                f"(apt-get install {package}) and build again"
+            )
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 class BuildWithBlake3(build_ext):
     """Compiles the packaged BLAKE3 C sources into the extension at build time.  They live
     outside the tree, and setuptools refuses absolute paths among an extension's sources
@@ -22,6 +47,7 @@ class BuildWithBlake3(build_ext):
     x86-64 kernels are .S files, which setuptools does not compile by default."""
 
     def build_extensions(self) -> None:
+        require_header("xxhash.h", "libxxhash-dev", self.compiler)
         self.compiler.src_extensions.append(".S")
         where = blake3_sources.source_dir()
         for ext in self.extensions:
