@@ -170,6 +170,14 @@ void zv_walk_counters(const zv_walk *w, zv_counters *c);
 
 void zv_record_free(zv_record *r);
 
+/* What hashes (for `zverify --version`): libxxhash's version number (e.g. 801 = 0.8.1),
+ * whether the core's AVX2 build of XXH3 runs, BLAKE3's version and the kernel its
+ * dispatcher picks on this CPU ("avx512", "avx2", "sse4.1", "sse2", "portable"). */
+unsigned zv_xxh_library_version(void);
+int zv_xxh_uses_avx2(void);
+const char *zv_blake3_version(void);
+const char *zv_blake3_kernel(void);
+
 /* Short name of an operation ("lstat", "open", ...). */
 const char *zv_op_name(int op);
 

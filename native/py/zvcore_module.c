@@ -16,6 +16,7 @@
 #include "zvcore.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 int zv_py_stream_init(PyObject *module);
 int zv_py_filter_init(PyObject *module);
@@ -540,8 +541,27 @@ static PyTypeObject JoinType = {
     .tp_methods = Join_methods,
 };
 
+static PyObject *hash_backends(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored))
+{
+    unsigned v = zv_xxh_library_version();
+    char xxh[64];
+    snprintf(xxh, sizeof xxh, "libxxhash %u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+    char b3[64];
+    snprintf(b3, sizeof b3, "BLAKE3 C %s", zv_blake3_version());
+    return Py_BuildValue("{s:(s,s),s:(s,s)}", "xxh3-128", xxh,
+                         zv_xxh_uses_avx2() ? "avx2" : "library default", "blake3", b3,
+                         zv_blake3_kernel());
+}
+
+static PyMethodDef module_methods[] = {
+    {"hash_backends", hash_backends, METH_NOARGS,
+     "{algorithm: (implementation, kernel)} of the C hashers on this machine."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef zvcore_module = {
-    PyModuleDef_HEAD_INIT, "zverify._zvcore", "The zverify C core.", -1, NULL, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "zverify._zvcore", "The zverify C core.", -1, module_methods, NULL,
+    NULL, NULL, NULL,
 };
 
 static int add_constants(PyObject *m)

@@ -95,3 +95,37 @@ size_t zv_hasher_digest(zv_hasher *h, unsigned char out[ZV_DIGEST_MAX])
     memcpy(out, canon.digest, 16);
     return 16;
 }
+
+/* ---- facts for `zverify --version` ---- */
+
+unsigned zv_xxh_library_version(void)
+{
+    return XXH_versionNumber();
+}
+
+int zv_xxh_uses_avx2(void)
+{
+    return avx2_enabled();
+}
+
+const char *zv_blake3_version(void)
+{
+    return blake3_version();
+}
+
+/* The widest kernel BLAKE3's own dispatcher picks on this CPU (blake3_dispatch.c). */
+const char *zv_blake3_kernel(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        return "avx512";
+    if (__builtin_cpu_supports("avx2"))
+        return "avx2";
+    if (__builtin_cpu_supports("sse4.1"))
+        return "sse4.1";
+    if (__builtin_cpu_supports("sse2"))
+        return "sse2";
+#endif
+    return "portable";
+}

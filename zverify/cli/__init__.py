@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import typer
 
-from zverify import __version__, exitcodes
+from zverify import exitcodes
 from zverify.cli.lazy import LazyCommand, LazyGroup
 from zverify.errors import ZverifyError
 
@@ -66,14 +66,20 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        print(f"zverify {__version__}")
+        from zverify.version import describe
+
+        print("\n".join(describe()))
         raise typer.Exit(exitcodes.IDENTICAL)
 
 
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", callback=_show_version, is_eager=True, help="Print the version."
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the version, the hashing kernels in use and the ZFS reachable here.",
     ),
 ) -> None:
     """zverify: copy verification for people who move data for a living."""
