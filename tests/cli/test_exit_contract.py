@@ -96,9 +96,9 @@ def test_version_and_help_exit_0() -> None:
 
 def test_verdicts_of_the_installed_command(trees: tuple[str, str], stream_file: str) -> None:
     src, dst = trees
-    assert zverify("compare", "-q", src, dst).returncode == 0
+    assert zverify("compare", "--no-progress", src, dst).returncode == 0
     Path(dst, "a").write_bytes(b"ALPHA\n")
-    assert zverify("compare", "-q", "--ignore", "mtime", src, dst).returncode == 1
+    assert zverify("compare", "--no-progress", "--ignore", "mtime", src, dst).returncode == 1
     assert zverify("stream", "verify", stream_file).returncode == 0
     assert zverify("stream", "verify", stream_file + ".missing").returncode == 2
 
@@ -120,7 +120,7 @@ def test_unexpected_exception_exits_2_with_traceback(
         "def boom(*a, **k):\n    raise RuntimeError('injected bug')\n"
         "c.compare_trees = boom\n",
     )
-    done = zverify("compare", "-q", *trees, env=env)
+    done = zverify("compare", "--no-progress", *trees, env=env)
     assert done.returncode == 2 and done.stdout == ""
     assert "Traceback" in done.stderr and "injected bug" in done.stderr
     assert "nothing was verified" in done.stderr.splitlines()[-1]
@@ -129,14 +129,14 @@ def test_unexpected_exception_exits_2_with_traceback(
 def test_broken_installation_exits_2(trees: tuple[str, str], tmp_path: Path) -> None:
     env = _crash_hook(tmp_path, "")
     (tmp_path / "hook" / "typer.py").write_text("raise ImportError('typer is broken')\n")
-    done = zverify("compare", "-q", *trees, env=env)
+    done = zverify("compare", "--no-progress", *trees, env=env)
     assert done.returncode == 2 and done.stdout == ""
     assert "typer is broken" in done.stderr and "cannot start" in done.stderr
 
 
 def test_full_disk_for_the_report_exits_2(trees: tuple[str, str]) -> None:
     with open("/dev/full", "w") as full:
-        done = zverify("compare", "-q", *trees, stdout=full)
+        done = zverify("compare", "--no-progress", *trees, stdout=full)
     assert done.returncode == 2
     assert "No space left on device" in done.stderr
 
@@ -146,7 +146,7 @@ def test_closed_pipe_for_the_report_exits_2(trees: tuple[str, str], json_flag: l
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will ever read: every write fails with EPIPE
     try:
-        done = zverify("compare", "-q", *json_flag, *trees, stdout=write_end)
+        done = zverify("compare", "--no-progress", *json_flag, *trees, stdout=write_end)
     finally:
         os.close(write_end)
     assert done.returncode == 2, done.stderr
@@ -160,7 +160,7 @@ def test_ctrl_c_exits_130_and_says_so(tmp_path: Path) -> None:
         for i in range(8):  # holes are hashed as zeros: a minute of work, no disk space
             sparse(tree / f"big{i}", 64 << 30, {})
     proc = subprocess.Popen(
-        [console_script(), "compare", "-q", "--threads", "1", str(src), str(dst)],
+        [console_script(), "compare", "--no-progress", "--threads", "1", str(src), str(dst)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -178,3 +178,15 @@ def test_json_verdict_matches_exit_code(trees: tuple[str, str]) -> None:
     Path(dst, "extra").write_bytes(b"")
     done = zverify("compare", "--json", src, dst)
     assert json.loads(done.stdout)["exit_code"] == done.returncode == 1
+
+
+def test_quiet_prints_only_the_verdict_line(trees: tuple[str, str]) -> None:
+    """-q as in diff -q: one line a log or a human can read; the exit code says the rest."""
+    src, dst = trees
+    Path(dst, "a").write_bytes(b"changed\n")
+    quiet = zverify("compare", "-q", "--ignore", "mtime", src, dst)
+    full = zverify("compare", "--no-progress", "--ignore", "mtime", src, dst)
+    assert quiet.returncode == full.returncode == 1
+    (line,) = quiet.stdout.splitlines()
+    assert line.startswith("DIFFERENT: 1 difference (content 1)")
+    assert line in full.stdout.splitlines() and len(full.stdout.splitlines()) > 5

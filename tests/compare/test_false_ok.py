@@ -43,7 +43,7 @@ def test_same_directory_twice_is_refused(tree: Path, how: str) -> None:
     other = {"path": str(tree), "trailing-slash": f"{tree}/", "symlink": str(tree) + "-link"}[how]
     if how == "symlink":
         os.symlink(tree, other)
-    done = zverify("compare", "-q", str(tree), other)
+    done = zverify("compare", "--no-progress", str(tree), other)
     assert done.returncode == 2 and done.stdout == ""
     assert "same directory" in done.stderr and len(done.stderr.splitlines()) == 1
 
@@ -54,7 +54,7 @@ def test_bind_mount_of_src_is_refused(tree: Path, tmp_path: Path) -> None:
     mnt.mkdir()
     subprocess.run(["mount", "--bind", str(tree), str(mnt)], check=True)
     try:
-        done = zverify("compare", "-q", str(tree), str(mnt))
+        done = zverify("compare", "--no-progress", str(tree), str(mnt))
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
     assert done.returncode == 2 and "same directory" in done.stderr
@@ -65,7 +65,7 @@ def test_dst_inside_src_is_said(tree: Path) -> None:
     code, doc = compare_json(str(tree), str(tree / "copy"))
     assert code == 1  # the copy misses itself: the verdict is right, and now explained
     assert doc["notes"] == ["DST lies inside SRC: its entries are also compared as part of SRC"]
-    text = zverify("compare", "-q", str(tree), str(tree / "copy")).stdout
+    text = zverify("compare", "--no-progress", str(tree), str(tree / "copy")).stdout
     assert "note: DST lies inside SRC" in text
 
 
@@ -89,7 +89,7 @@ def test_hardlinked_symlinks_and_fifos_are_compared(tmp_path: Path) -> None:
     assert found == {("l1", "hardlink", ("l1", "l2")), ("p1", "hardlink", ("p1", "p2"))}
     # a faithful copy (cp -a keeps hardlinks of every type) is identical
     subprocess.run(["cp", "-a", str(src), str(tmp_path / "good")], check=True)
-    assert zverify("compare", "-q", str(src), str(tmp_path / "good")).returncode == 0
+    assert zverify("compare", "--no-progress", str(src), str(tmp_path / "good")).returncode == 0
 
 
 def test_non_utf8_hardlink_members_and_symlink_targets_round_trip(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_non_utf8_hardlink_members_and_symlink_targets_round_trip(tmp_path: Path
 def test_ignored_kinds_are_named_in_the_verdict(tree: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     write(other / "f", b"DATA\n")
-    done = zverify("compare", "-q", "--ignore", "content,mtime", str(tree), str(other))
+    done = zverify("compare", "--no-progress", "--ignore", "content,mtime", str(tree), str(other))
     assert done.returncode == 0
     assert "IDENTICAL under profile full minus content, mtime" in done.stdout
 
@@ -130,7 +130,7 @@ def test_trusted_xattrs_invisible_without_cap_sys_admin_are_named(tmp_path: Path
     os.setxattr(src / "f", "trusted.overlay.opaque", b"y")
     subprocess.run(["rsync", "-a", f"{src}/", f"{dst}/"], check=True)  # drops xattrs
     same_times(src, dst, ["f"])
-    as_root = zverify("compare", "-q", str(src), str(dst))
+    as_root = zverify("compare", "--no-progress", str(src), str(dst))
     assert as_root.returncode == 1 and "trusted.overlay.opaque" in as_root.stdout
     # what a non-root user is: the kernel hides trusted.* from listxattr without the capability
     drop = ["setpriv", "--bounding-set", "-sys_admin", console_script(), "compare"]
@@ -146,7 +146,8 @@ def test_root_that_is_not_utf8_is_escaped_in_text_and_json(tree: Path, tmp_path:
     raw = os.fsencode(tmp_path) + b"/copy\xff"
     subprocess.run([b"cp", b"-a", os.fsencode(tree), raw], check=True)
     other = os.fsdecode(raw)
-    text = zverify("compare", "-q", str(tree), other, env={"PYTHONIOENCODING": "utf-8:strict"})
+    strict = {"PYTHONIOENCODING": "utf-8:strict"}
+    text = zverify("compare", "--no-progress", str(tree), other, env=strict)
     assert text.returncode == 0 and "copy\\xff" in text.stdout
     done = subprocess.run(
         [console_script(), "compare", "--json", str(tree), other], capture_output=True

@@ -197,7 +197,7 @@ def test_an_excluded_directory_is_never_opened(trees: tuple[Path, Path], tmp_pat
     log = tmp_path / "strace.log"
     subprocess.run(
         ["strace", "-f", "-qq", "-e", "trace=openat,open", "-o", str(log),
-         console_script(), "compare", "-q", *FILTERS, str(src), str(dst)],
+         console_script(), "compare", "--no-progress", *FILTERS, str(src), str(dst)],
         check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     opened = log.read_text()

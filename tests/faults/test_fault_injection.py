@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
 @pytest.fixture(scope="module")
 def clean_run(harness: Harness, trees: Trees) -> Run:
     """A compare under the shim with no fault: the calls the core makes, counted."""
-    return harness.run(None, *trees.compare("-q"))
+    return harness.run(None, *trees.compare("--no-progress"))
 
 
 def test_shim_alone_changes_nothing(clean_run: Run, trees: Trees) -> None:
@@ -62,7 +62,12 @@ def test_a_file_replaced_between_stat_and_open_is_named(harness: Harness, tmp_pa
     (dst / "victim.swap").write_bytes(b"bytes renamed over it\n")
     (src / "victim.swap").write_bytes(b"bytes renamed over it\n")
     run = harness.run(
-        None, "compare", "-q", str(src), str(dst), env_extra={"ZV_SWAP_ON_OPEN": "victim"}
+        None,
+        "compare",
+        "--no-progress",
+        str(src),
+        str(dst),
+        env_extra={"ZV_SWAP_ON_OPEN": "victim"},
     )
     assert run.fired == ["swap 1"] * 2, run.describe()  # once in each tree
     assert run.returncode == 2, run.describe()
@@ -75,7 +80,7 @@ def test_every_failed_allocation_ends_in_exit_2(
     harness: Harness, trees: Trees, clean_run: Run
 ) -> None:
     total = clean_run.counts["malloc"]
-    runs = harness.run_many([f"malloc:{n}" for n in sweep(total)], *trees.compare("-q"))
+    runs = harness.run_many([f"malloc:{n}" for n in sweep(total)], *trees.compare("--no-progress"))
     wrong = [r.describe() for r in runs if not _allocation_contract_holds(r)]
     assert not wrong, f"{len(wrong)} of {len(runs)} runs broke the contract:\n" + "\n".join(wrong)
     # Every N up to the clean run's count must fire: a missed call would go untested.
@@ -88,7 +93,7 @@ def test_memory_that_stays_exhausted_ends_in_exit_2(
 ) -> None:
     """Every allocation from the N-th on fails: the error paths themselves find no memory."""
     ns = sweep(clean_run.counts["malloc"])[::4]
-    runs = harness.run_many([f"malloc:{n}+" for n in ns], *trees.compare("-q"))
+    runs = harness.run_many([f"malloc:{n}+" for n in ns], *trees.compare("--no-progress"))
     wrong = [r.describe() for r in runs if not _allocation_contract_holds(r)]
     assert not wrong, "\n".join(wrong)
 
@@ -170,7 +175,7 @@ def _xattr_run(
 def test_failed_xattr_read_is_an_error_never_no_xattrs(
     harness: Harness, trees: Trees, clean_run: Run, fault: XattrFault, which: str
 ) -> None:
-    run = _xattr_run(harness, trees, clean_run, fault, which, "-q")
+    run = _xattr_run(harness, trees, clean_run, fault, which, "--no-progress")
     assert not_a_verdict(run), run.describe()
     errors = [line.split() for line in run.stdout.splitlines() if line.startswith("! error")]
     assert len(errors) == 1, run.describe()
@@ -200,7 +205,7 @@ def test_listings_that_keep_failing_are_never_ok(
     which is exactly the IDENTICAL no one may print."""
     if call == "llistxattr" and not trees.special_xattrs:
         pytest.skip("cannot set trusted.* xattrs on a symlink and a FIFO (needs root)")
-    run = harness.run(f"{call}:1+:{err}", *trees.compare("-q"))
+    run = harness.run(f"{call}:1+:{err}", *trees.compare("--no-progress"))
     assert len(run.fired) >= 2, run.describe()  # both sides were refused
     assert not_a_verdict(run), run.describe()
     errors = [line for line in run.stdout.splitlines() if line.startswith("! error")]
@@ -232,7 +237,8 @@ def test_filter_allocation_failures_end_in_exit_2(harness: Harness, tmp_path: Pa
     (src / deep / "keep").write_bytes(b"k")
     (src / deep / "drop.tmp").write_bytes(b"d")
     subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
-    args = ("compare", "--threads", "1", "-q", "--exclude", "d*/**/*.tmp", str(src), str(dst))
+    args = ("compare", "--threads", "1", "--no-progress", "--exclude", "d*/**/*.tmp")
+    args = (*args, str(src), str(dst))
     clean = harness.run(None, *args)
     assert clean.returncode == 0, clean.describe()
     runs = harness.run_many([f"malloc:{n}" for n in sweep(clean.counts["malloc"])], *args)

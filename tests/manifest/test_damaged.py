@@ -101,9 +101,9 @@ def test_truncated_compressed_manifest_exits_2(
 def test_manifest_from_stdin(good: bytes, rich_tree: Path) -> None:
     from tests.manifest.helpers import run
 
-    done = run("compare", "-q", "-", str(rich_tree), stdin=good)
+    done = run("compare", "--no-progress", "-", str(rich_tree), stdin=good)
     assert done.returncode == 0 and b"IDENTICAL" in done.stdout
-    done = run("compare", "-q", "-", str(rich_tree), stdin=good[:-20])
+    done = run("compare", "--no-progress", "-", str(rich_tree), stdin=good[:-20])
     assert done.returncode == 2 and b"manifest -: line" in done.stderr
 
 

@@ -40,7 +40,7 @@ def assert_same_snapshot(host, zverify, source, target: str, snap: str) -> None:
         host.run(["zfs", "mount", target], check=True)
     mnt = host.run(["zfs", "get", "-Hp", "-o", "value", "mountpoint", target], check=True)
     same = host.run(
-        [*zverify, "compare", "-q", f"{source.mountpoint}/.zfs/snapshot/{snap}",
+        [*zverify, "compare", "--no-progress", f"{source.mountpoint}/.zfs/snapshot/{snap}",
          f"{mnt.stdout.strip()}/.zfs/snapshot/{snap}"],
         timeout=600,
     )  # fmt: skip

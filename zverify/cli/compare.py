@@ -53,7 +53,15 @@ def compare(
     files_from: FilesFrom = None,
     from0: From0 = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Print only the verdict line (as diff -q); no progress bar."
+        ),
+    ] = False,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="No progress bar (stderr on a terminal).")
+    ] = False,
 ) -> int:
     """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
 
@@ -73,10 +81,12 @@ def compare(
     policy = ComparePolicy.build(profile, ignore, mtime_window, quick)
     chosen = selected(exclude, include, exclude_from, files_from, from0)
 
-    with entry_progress(wanted(quiet or as_json), "comparing") as hook:
+    with entry_progress(wanted(quiet or no_progress or as_json), "comparing") as hook:
         result = compare_trees(
             src, dst, policy, algorithm, threads, one_file_system, progress=hook, filter=chosen
         )
-    render = json_report.render_compare if as_json else text_report.render_compare
-    sys.stdout.write(render(result))
+    if as_json:
+        sys.stdout.write(json_report.render_compare(result))
+    else:
+        sys.stdout.write(text_report.render_compare(result, verdict_only=quiet))
     return result.exit_code

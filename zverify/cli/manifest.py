@@ -40,6 +40,7 @@ def manifest(
     files_from: FilesFrom = None,
     from0: From0 = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
 ) -> int:
     """Record TREE in a manifest, to compare it later or elsewhere with `zverify compare`.
 
@@ -64,7 +65,7 @@ def manifest(
         one_file_system=one_file_system,
         filter=selected(exclude, include, exclude_from, files_from, from0),
     )
-    show = wanted(quiet) and output != STDIO
+    show = wanted(quiet or no_progress) and output != STDIO
     with entry_progress(show, "recording") as hook, atomic_output(output) as out:
         summary = write_manifest(tree, out, options, progress=hook, fmt=fmt)
     where = "stdout" if output == STDIO else repr(output)

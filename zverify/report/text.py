@@ -121,7 +121,13 @@ def size_table(result: CompareResult) -> list[str]:
     return lines
 
 
-def render_compare(result: CompareResult) -> str:
+def verdict_line(result: CompareResult) -> str:
+    return f"{_verdict(result)}  [{_checks(result)}, {result.algorithm.value}]"
+
+
+def render_compare(result: CompareResult, verdict_only: bool = False) -> str:
+    if verdict_only:
+        return verdict_line(result) + "\n"
     lines = [difference_line(d) for d in result.differences]
     if lines:
         lines.append("")
@@ -130,7 +136,7 @@ def render_compare(result: CompareResult) -> str:
     lines += [
         _side_line("SRC", result.src_root, result.src_sizes, result.src_fs),
         _side_line("DST", result.dst_root, result.dst_sizes, result.dst_fs),
-        f"{_verdict(result)}  [{_checks(result)}, {result.algorithm.value}]",
+        verdict_line(result),
         "",
         *size_table(result),
     ]
