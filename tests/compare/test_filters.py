@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.cli.console import console_script, zverify
+from tests.cli.console import console_script, needs_installed_command, zverify
 from tests.treebuilder import write
 from zverify import _zvcore
 from zverify.errors import UsageError
@@ -175,6 +175,7 @@ def trees(tmp_path: Path) -> tuple[Path, Path]:
 FILTERS = ["--exclude", "cache/", "--exclude", "*.tmp", "--exclude", "/.zfs"]
 
 
+@needs_installed_command
 def test_filters_hide_nothing_from_the_verdict(trees: tuple[Path, Path]) -> None:
     src, dst = trees
     unfiltered = zverify("compare", "--json", str(src), str(dst))
@@ -190,6 +191,7 @@ def test_filters_hide_nothing_from_the_verdict(trees: tuple[Path, Path]) -> None
     assert "filter: - cache/, - *.tmp, - /.zfs" in text.stdout
 
 
+@needs_installed_command
 def test_an_excluded_directory_is_never_opened(trees: tuple[Path, Path], tmp_path: Path) -> None:
     if shutil.which("strace") is None:
         pytest.skip("strace is not installed (scripts/setup.sh installs it)")
@@ -206,6 +208,7 @@ def test_an_excluded_directory_is_never_opened(trees: tuple[Path, Path], tmp_pat
         assert name not in opened
 
 
+@needs_installed_command
 def test_a_manifest_side_gets_the_same_filter(trees: tuple[Path, Path], tmp_path: Path) -> None:
     src, dst = trees
     whole = tmp_path / "whole.zvm"
@@ -215,6 +218,7 @@ def test_a_manifest_side_gets_the_same_filter(trees: tuple[Path, Path], tmp_path
     assert json.loads(done.stdout)["excluded"]["entries"] == {"src": 3, "dst": 2}
 
 
+@needs_installed_command
 def test_a_manifest_written_with_filters_passes_them_on(
     trees: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -232,6 +236,7 @@ def test_a_manifest_written_with_filters_passes_them_on(
     assert "was written with filters (- cache/; - *.tmp; - /.zfs)" in other.stderr
 
 
+@needs_installed_command
 def test_a_file_list_side_is_pruned_by_its_directories(
     trees: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -249,6 +254,7 @@ def test_a_file_list_side_is_pruned_by_its_directories(
     assert doc["excluded"]["entries"]["src"] == 3  # .zfs and data/cache only as ancestors
 
 
+@needs_installed_command
 def test_files_from_through_the_command(trees: tuple[Path, Path], tmp_path: Path) -> None:
     src, dst = trees
     listing = tmp_path / "list"

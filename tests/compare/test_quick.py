@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.console import console_script, zverify
+from tests.cli.console import console_script, needs_installed_command, zverify
 from tests.treebuilder import write
 from zverify.compare.policy import ComparePolicy
 from zverify.compare.trees import compare_trees
@@ -47,6 +47,7 @@ def test_quick_reads_no_file_data(big_copy: tuple[Path, Path]) -> None:
     assert read_quick < MIB
 
 
+@needs_installed_command
 def test_quick_makes_no_read_calls_in_the_installed_command(
     big_copy: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -70,6 +71,7 @@ def test_quick_makes_no_read_calls_in_the_installed_command(
     assert counts["--quick"] == 0
 
 
+@needs_installed_command
 def test_quick_verdict_says_content_was_not_read(big_copy: tuple[Path, Path]) -> None:
     src, dst = big_copy
     same_size = bytearray((dst / "f0").read_bytes())
@@ -85,6 +87,7 @@ def test_quick_verdict_says_content_was_not_read(big_copy: tuple[Path, Path]) ->
     assert zverify("compare", str(src), str(dst)).returncode == 1  # the full check does see it
 
 
+@needs_installed_command
 def test_quick_still_sees_sizes_and_mtimes(big_copy: tuple[Path, Path]) -> None:
     src, dst = big_copy
     with open(dst / "f1", "ab") as f:
@@ -96,6 +99,7 @@ def test_quick_still_sees_sizes_and_mtimes(big_copy: tuple[Path, Path]) -> None:
     assert doc["exit_code"] == 1
 
 
+@needs_installed_command
 def test_one_way_and_modify_window(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     write(src / "a", b"a")
