@@ -51,15 +51,19 @@ int zv_filter_new(zv_filter **out)
     return *out ? ZV_OK : ZV_ENOMEM;
 }
 
+static void free_rule(rule *r)
+{
+    for (size_t t = 0; t < r->ntokens; t++)
+        free(r->tokens[t].set);
+    free(r->tokens);
+}
+
 void zv_filter_free(zv_filter *f)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < f->nrules; i++) {
-        for (size_t t = 0; t < f->rules[i].ntokens; t++)
-            free(f->rules[i].tokens[t].set);
-        free(f->rules[i].tokens);
-    }
+    for (size_t i = 0; i < f->nrules; i++)
+        free_rule(&f->rules[i]);
     for (size_t i = 0; i < f->nlisted; i++)
         free(f->listed[i]);
     free(f->rules);
@@ -178,9 +182,7 @@ int zv_filter_add_rule(zv_filter *f, int include, const char *pattern, size_t le
                    memmem(pattern, len, "**", 2) != NULL;
     int rc = tokenize(pattern, len, &r);
     if (rc != ZV_OK) {
-        for (size_t t = 0; t < r.ntokens; t++)
-            free(r.tokens[t].set);
-        free(r.tokens);
+        free_rule(&r);
         return rc;
     }
     f->rules[f->nrules++] = r;
@@ -265,7 +267,8 @@ static int kept_by_list(const zv_filter *f, const char *path, size_t len)
 static int tokens_match(const rule *r, const unsigned char *s, size_t n, int start_anywhere)
 {
     unsigned char local[2 * 512];
-    unsigned char *row = n < 512 ? local : malloc(2 * (n + 1));
+    unsigned char *heap = n < 512 ? NULL : malloc(2 * (n + 1));
+    unsigned char *row = n < 512 ? local : heap;
     if (!row)
         return -1;
     unsigned char *next = row + n + 1;
@@ -289,8 +292,7 @@ static int tokens_match(const rule *r, const unsigned char *s, size_t n, int sta
         next = swap;
     }
     int hit = row[n];
-    if (n >= 512)
-        free(row < next ? row : next);
+    free(heap);
     return hit;
 }
 

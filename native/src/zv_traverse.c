@@ -368,6 +368,16 @@ static int excludes(const walk_state *s, const zv_record *r, int is_dir)
     return s->opt->filter ? zv_filter_excludes(s->opt->filter, r->path, r->path_len, is_dir) : 0;
 }
 
+/* An entry whose type is unknown (its lstat failed) is left out only when the filter
+ * excludes it both as a directory and as anything else. */
+static int excludes_unknown_type(const walk_state *s, const zv_record *r)
+{
+    int as_file = excludes(s, r, 0), as_dir = excludes(s, r, 1);
+    if (as_file < 0 || as_dir < 0)
+        return -1;
+    return as_file && as_dir;
+}
+
 /*
  * Called before anything is opened, so an excluded directory is never entered.  A filter
  * out of memory ends the walk (ZV_EWALK): keeping or dropping the entry would be a guess.
@@ -405,11 +415,8 @@ static int visit(walk_state *s, const char *name)
         /* dirfd < 0: the walk could not climb back into this directory */
         record_error(&r, ZV_OP_LSTAT, dirfd < 0 ? ESTALE : errno);
         r.kind = ZV_KIND_UNKNOWN;
-        /* its type is unknown: left out only when excluded both as a directory and not */
-        int as_file = excludes(s, &r, 0), as_dir = excludes(s, &r, 1);
-        if (as_file < 0 || as_dir < 0 || (as_file && as_dir))
-            return drop(s, &r, as_file < 0 || as_dir < 0 ? -1 : 1);
-        return emit(s, &r, -1);
+        int verdict = excludes_unknown_type(s, &r);
+        return verdict != 0 ? drop(s, &r, verdict) : emit(s, &r, -1);
     }
     set_stat(&r, &st);
     int verdict = excludes(s, &r, r.kind == ZV_KIND_DIR);
