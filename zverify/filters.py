@@ -7,7 +7,9 @@ decision from the same C code (filtered()).  What was left out is counted, per s
 part of the verdict: a filter may narrow what is compared, never hide that it did.
 """
 
+import functools
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -33,14 +35,19 @@ class Filter:
     def active(self) -> bool:
         return bool(self.rules) or self.listed is not None
 
-    def compiled(self) -> "_zvcore.Filter | None":
+    @functools.cached_property
+    def _compiled(self) -> "_zvcore.Filter | None":
+        """Built once (a --files-from list is sorted in it) and shared by both walks and
+        any manifest side: the C filter is read-only.  ValueError(index, why) for a bad
+        pattern (build() and from_json() turn it into their own error first)."""
         if not self.active:
             return None
         rules = [(kind == INCLUDE, pattern) for kind, pattern in self.rules]
-        try:
-            return _zvcore.Filter(rules, self.listed)
-        except ValueError as err:  # checked in build(): only a bug gets here
-            raise UsageError(f"bad filter: {err.args}") from None
+        return _zvcore.Filter(rules, self.listed)
+
+    def compiled(self) -> "_zvcore.Filter | None":
+        """The C filter, or None when nothing is filtered."""
+        return self._compiled
 
     def patterns(self) -> list[str]:
         """The rules as rsync would print them: '- PATTERN' / '+ PATTERN'."""
@@ -87,9 +94,9 @@ def build(
 
 
 def _check(found: Filter) -> None:
-    rules = [(kind == INCLUDE, pattern) for kind, pattern in found.rules]
+    """Compile found now, so that a bad pattern is a UsageError naming it."""
     try:
-        _zvcore.Filter(rules, found.listed)
+        found.compiled()
     except ValueError as err:
         index, why = err.args
         kind, pattern = found.rules[index]
@@ -100,8 +107,6 @@ def _check(found: Filter) -> None:
 def _read(path: str, option: str) -> bytes:
     try:
         if path == "-":
-            import sys
-
             return sys.stdin.buffer.read()
         with open(path, "rb") as f:
             return f.read()
@@ -150,13 +155,13 @@ def filtered(
     open_dirs: list[tuple[bytes, bool]] = []  # ancestors of the current entry: (path, excluded)
     for entry in entries:
         path = entry.path
-        while open_dirs and not path.startswith(open_dirs[-1][0] + b"/"):
-            open_dirs.pop()
-        if not path or (open_dirs and open_dirs[-1][1]):
-            if path:
-                continue  # below an excluded directory: never listed, not counted
+        if not path:
             yield entry  # the root is always compared
             continue
+        while open_dirs and not path.startswith(open_dirs[-1][0] + b"/"):
+            open_dirs.pop()
+        if open_dirs and open_dirs[-1][1]:
+            continue  # below an excluded directory: never listed, not counted
         if _unlisted_ancestor_excluded(path, open_dirs, compiled):
             counter[0] += 1
             continue
