@@ -114,6 +114,10 @@ int zv_filter_add_rule(zv_filter *f, int include, const char *pattern, size_t le
 /* A --files-from path, relative to the root without "." or ".." components: only listed
  * paths, what lies below them and the directories leading to them are kept. */
 int zv_filter_add_listed(zv_filter *f, const char *path, size_t len);
+/* Keep only listed paths (and what leads to and lies below them), even when the list is
+ * empty: an empty --files-from selects nothing, as in rsync.  Without this call the
+ * listed paths are not consulted. */
+void zv_filter_keep_listed_only(zv_filter *f);
 /* Call once after the last add, before any lookup; the filter is read-only afterwards. */
 void zv_filter_seal(zv_filter *f);
 /* 1: leave path out (a directory is then not entered); 0: keep; -1: out of memory. */

@@ -50,6 +50,7 @@ static int add_listed(zv_filter *f, PyObject *listed)
     PyObject *seq = PySequence_Fast(listed, "listed must be a sequence of bytes");
     if (!seq)
         return -1;
+    zv_filter_keep_listed_only(f);
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         char *path;
         Py_ssize_t len;

@@ -42,7 +42,7 @@ struct zv_filter {
     size_t nrules, rules_cap;
     char **listed;        /* --files-from, sorted once zv_filter_seal() ran */
     size_t nlisted, listed_cap;
-    int has_list;
+    int has_list;         /* a --files-from was given, even an empty one: keep only its paths */
 };
 
 int zv_filter_new(zv_filter **out)
@@ -205,8 +205,12 @@ int zv_filter_add_listed(zv_filter *f, const char *path, size_t len)
     if (!copy)
         return ZV_ENOMEM;
     f->listed[f->nlisted++] = copy;
-    f->has_list = 1;
     return ZV_OK;
+}
+
+void zv_filter_keep_listed_only(zv_filter *f)
+{
+    f->has_list = 1;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -131,6 +131,16 @@ def test_files_from_keeps_listed_paths_what_is_below_and_the_way_there(tmp_path:
     }
 
 
+def test_an_empty_files_from_keeps_nothing_but_the_root(tmp_path: Path) -> None:
+    """As rsync: a list naming no path selects nothing; it never means "everything"."""
+    listing = tmp_path / "empty"
+    listing.write_bytes(b"\n\n")
+    compiled = build(files_from=str(listing)).compiled()
+    assert compiled is not None
+    assert compiled.excludes(b"a", True) and compiled.excludes(b"b/c", False)
+    assert not compiled.excludes(b"", True)
+
+
 def test_files_from_with_from0_and_bad_lines(tmp_path: Path) -> None:
     listing = tmp_path / "list0"
     listing.write_bytes(b"new\nline\0other\0")
@@ -264,6 +274,9 @@ def test_files_from_through_the_command(trees: tuple[Path, Path], tmp_path: Path
     assert done.returncode == 0, doc["differences"]
     assert doc["excluded"]["files_from"] == str(listing)
     assert doc["excluded"]["listed"] == 1
+    listing.write_bytes(b"")
+    empty = zverify("compare", "--files-from", str(listing), str(src), str(dst))
+    assert f"filter: --files-from '{listing}' (0 paths)" in empty.stdout
     bad = zverify("compare", "--exclude", "[oops", str(src), str(dst))
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "'[oops'" in bad.stderr

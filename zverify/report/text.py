@@ -78,7 +78,7 @@ def filter_line(result: CompareResult) -> list[str]:
     if not f.active:
         return []
     rules = ", ".join(f.patterns())
-    listed = f"--files-from {f.listed_from!r} ({len(f.listed):,} paths)" if f.listed else ""
+    listed = "" if f.listed is None else f"--files-from {f.listed_from!r} ({len(f.listed):,} paths)"
     what = "; ".join(x for x in (rules, listed) if x)
     return [
         f"filter: {what} (an excluded directory counts once: it is not entered; the sizes "
