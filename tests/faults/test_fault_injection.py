@@ -191,9 +191,10 @@ def test_failed_xattr_read_with_json_is_exit_2(
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.describe()
     doc = json.loads(run.stdout)
     assert doc["exit_code"] == 2 and doc["identical"] is False
-    assert len(doc["errors"]) == 1, doc["errors"]
-    error = doc["errors"][0]
-    assert error["path"] in fault.paths and fault.message() in error["message"], error
+    errors = [d for d in doc["differences"] if d["kind"] == "error"]
+    assert len(errors) == 1, errors
+    error = errors[0]
+    assert error["path"] in fault.paths and fault.message() in error["detail"], error
 
 
 @pytest.mark.parametrize("err", ["EIO", "ENOTSUP"])

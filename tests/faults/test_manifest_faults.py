@@ -23,10 +23,10 @@ def test_unreadable_xattrs_are_recorded_as_errors(
     assert run.returncode == 2 and "could not be read" in run.stderr, run.describe()
     code, doc = compare(out, trees.dst)
     assert code == 2 and doc["identical"] is False
-    (error,) = doc["errors"]
-    assert "SRC: xattr" in error["message"] and "Input/output error" in error["message"]
+    (error,) = [d for d in doc["differences"] if d["kind"] == "error"]
+    assert "SRC: xattr" in error["detail"] and "Input/output error" in error["detail"]
     code, doc = compare(trees.src, out, "--json")
-    assert code == 2 and len(doc["errors"]) == 1
+    assert code == 2 and doc["counts"]["error"] == 1
 
 
 def test_a_walk_that_cannot_finish_leaves_no_manifest(

@@ -1,12 +1,15 @@
 """`zverify compare SRC DST`."""
 
-import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zverify.cli.filtering import Exclude, ExcludeFrom, FilesFrom, From0, Include
+from zverify.cli.filtering import Exclude, ExcludeFrom, FilesFrom, Include
 from zverify.compare.policy import PROFILES, ComparePolicy
+
+if TYPE_CHECKING:
+    from zverify.report.json import Write
+    from zverify.report.outputs import Rendering
 
 
 def compare(
@@ -51,8 +54,29 @@ def compare(
     include: Include = None,
     exclude_from: ExcludeFrom = None,
     files_from: FilesFrom = None,
-    from0: From0 = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    from0: Annotated[
+        bool,
+        typer.Option("--from0", help="--files-from is read, --write-lists written, NUL-separated."),
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print one JSON document (differences streamed first)."),
+    ] = False,
+    as_jsonl: Annotated[
+        bool,
+        typer.Option(
+            "--jsonl", help="Print JSON Lines: a header, one line per difference, a summary."
+        ),
+    ] = False,
+    write_lists: Annotated[
+        str | None,
+        typer.Option(
+            "--write-lists",
+            metavar="DIR",
+            help="Also write the paths of each category to DIR/missing, extra, differ, error "
+            "(one per line, NUL-terminated with --from0).",
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -70,23 +94,56 @@ def compare(
     from zverify.cli.filtering import selected
     from zverify.cli.options import algorithm_option, check_threads
     from zverify.compare.trees import compare_trees
+    from zverify.errors import UsageError
     from zverify.progress import entry_progress, wanted
-    from zverify.report import json as json_report
-    from zverify.report import text as text_report
+    from zverify.report.lists import ListFiles
+    from zverify.report.outputs import Outputs, stdout_writer
 
     algorithm = algorithm_option(hash_name)
     check_threads(threads)
     if one_way:
         ignore = f"{ignore},extra" if ignore else "extra"
     policy = ComparePolicy.build(profile, ignore, mtime_window, quick)
-    chosen = selected(exclude, include, exclude_from, files_from, from0)
+    if from0 and not (files_from or write_lists):
+        raise UsageError("--from0 applies to --files-from and --write-lists: neither was given")
+    chosen = selected(exclude, include, exclude_from, files_from, from0 and bool(files_from))
+    machine = as_json or as_jsonl
+    bar = wanted(quiet or no_progress or machine)
+    rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))
+    lists = ListFiles(write_lists, nul_terminated=from0) if write_lists else None
+    outputs = Outputs(rendering, lists)
 
-    with entry_progress(wanted(quiet or no_progress or as_json), "comparing") as hook:
-        result = compare_trees(
-            src, dst, policy, algorithm, threads, one_file_system, progress=hook, filter=chosen
-        )
-    if as_json:
-        sys.stdout.write(json_report.render_compare(result))
-    else:
-        sys.stdout.write(text_report.render_compare(result, verdict_only=quiet))
+    with entry_progress(bar, "comparing") as hook:
+        try:
+            result = compare_trees(
+                src,
+                dst,
+                policy,
+                algorithm,
+                threads,
+                one_file_system,
+                progress=hook,
+                filter=chosen,
+                sink=outputs.difference,
+            )
+        except BaseException as err:
+            outputs.abort(str(err) or type(err).__name__)
+            raise
+    outputs.finish(result)
     return result.exit_code
+
+
+def _rendering(
+    as_json: bool, as_jsonl: bool, quiet: bool, src: str, dst: str, write: "Write"
+) -> "Rendering":
+    from zverify.errors import UsageError
+    from zverify.report.json import JsonLinesStream, JsonStream
+    from zverify.report.text import TextStream
+
+    if as_json and as_jsonl:
+        raise UsageError("--json and --jsonl: choose one")
+    if as_json:
+        return JsonStream(write)
+    if as_jsonl:
+        return JsonLinesStream(write, src, dst)
+    return TextStream(write, verdict_only=quiet)

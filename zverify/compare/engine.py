@@ -6,10 +6,15 @@ When a directory exists on one side only, has changed type, or could not be list
 everything below it is folded into that one difference (counted, and its sizes accounted)
 instead of being listed entry by entry.  What it means is specified in
 docs/design/compare.md.
+
+Differences go to a sink as they are found, in canonical path order (a folded directory's
+when its subtree ends, hardlink differences after the walk: only then are the groups
+whole), so memory does not grow with their number.  Without a sink they are collected.
 """
 
+from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zverify import _zvcore
 from zverify.compare.diffs import Difference, diff_pair, same_entry
@@ -19,7 +24,7 @@ from zverify.compare.policy import ComparePolicy, DiffKind
 from zverify.compare.sizes import Explanation, Settled, SideTally
 from zverify.entry import Entry, Kind
 from zverify.identity import Identity, inode_identity
-from zverify.pathnames import is_under, sort_key
+from zverify.pathnames import is_under
 
 # Kinds meaning the two entries do not hold the same payload.
 PAYLOAD_KINDS = frozenset(
@@ -41,18 +46,23 @@ class _Fold:
     """A directory whose subtree is folded into one difference."""
 
     prefix: bytes
-    difference: Difference | None  # None when the policy ignores that kind
+    held: list[Difference]  # the directory's own, sent when the subtree ends
     component: str  # where the folded entries' sizes are accounted
+
+
+DifferenceSink = Callable[[Difference], None]
 
 
 @dataclass
 class EngineResult:
-    """What the engine found: the differences (sorted) and both sides' size tallies."""
+    """What the engine found: how many differences of each kind (always), the differences
+    themselves (only when no sink took them) and both sides' size tallies."""
 
-    differences: list[Difference]
+    counts: Counter[str]
     src_sizes: SideTally
     dst_sizes: SideTally
     explanation: Explanation
+    differences: list[Difference] = field(default_factory=list)
 
 
 def compare_entries(
@@ -60,12 +70,13 @@ def compare_entries(
     dst: Iterable[Entry],
     policy: ComparePolicy,
     identity: Identity = inode_identity,
+    sink: DifferenceSink | None = None,
 ) -> EngineResult:
     """Compare two canonical-order entry streams; raises march.OrderError on unsorted input."""
-    state = _Comparison(policy, identity)
+    state = _Comparison(policy, identity, sink)
     for s, d in march(src, dst):
         state.visit(s, d)
-    return EngineResult(state.finish(), state.src, state.dst, state.explanation)
+    return state.finish()
 
 
 def compare_pair_batches(
@@ -73,22 +84,27 @@ def compare_pair_batches(
     settled: Callable[[], Settled],
     policy: ComparePolicy,
     identity: Identity = inode_identity,
+    sink: DifferenceSink | None = None,
 ) -> EngineResult:
     """The same comparison, fed pairs already merge-joined (zverify.compare.joined): identical
     pairs were settled outside and arrive only as totals, read by settled() at the end."""
-    state = _Comparison(policy, identity)
+    state = _Comparison(policy, identity, sink)
     for batch in batches:
         for s, d in batch:
             state.visit(s, d)
     state.add_settled(settled())
-    return EngineResult(state.finish(), state.src, state.dst, state.explanation)
+    return state.finish()
 
 
 class _Comparison:
-    def __init__(self, policy: ComparePolicy, identity: Identity) -> None:
+    def __init__(
+        self, policy: ComparePolicy, identity: Identity, sink: DifferenceSink | None
+    ) -> None:
         self.policy = policy
         self.sizes_only = not policy.reads_content
-        self.differences: list[Difference] = []
+        self.collected: list[Difference] = []
+        self.sink = sink or self.collected.append
+        self.counts: Counter[str] = Counter()
         self.src = SideTally(identity)
         self.dst = SideTally(identity)
         self.explanation = Explanation()
@@ -112,7 +128,7 @@ class _Comparison:
         if self.fold is not None and is_under(path, self.fold.prefix):
             self._absorb(s, d)
             return
-        self.fold = None
+        self._end_fold()
         if s is None or d is None:
             self._one_sided(s, d)
         else:
@@ -136,8 +152,8 @@ class _Comparison:
 
     def _absorb(self, s: Entry | None, d: Entry | None) -> None:
         assert self.fold is not None
-        if self.fold.difference is not None:
-            self.fold.difference.entries_below += 1
+        if self.fold.held:  # empty when the policy ignores that kind
+            self.fold.held[0].entries_below += 1
         for entry, sign in ((s, -1), (d, +1)):
             if entry is not None:
                 self.explanation.add_only(self.fold.component, entry, sign)
@@ -148,9 +164,10 @@ class _Comparison:
         self.explanation.add_only(kind.value, entry, sign)
         where = "SRC" if s else "DST"
         diff = Difference(entry.path, kind, f"{Kind(entry.kind).label} only in {where}")
-        recorded = self._record([diff])
         if entry.kind == Kind.DIR:
-            self.fold = _Fold(entry.path, recorded[0] if recorded else None, kind.value)
+            self._start_fold(entry.path, [diff], kind.value)
+        else:
+            self._record([diff])
 
     def _both(self, s: Entry, d: Entry) -> None:
         found = diff_pair(s, d, self.policy)
@@ -158,21 +175,38 @@ class _Comparison:
         self.explanation.add_pair(s, d, same_payload)
         if same_payload:
             self.hardlinks.add_pair(s, d)
-        recorded = self._record(found)
         if _subtree_incomparable(s, d):
-            self.fold = _Fold(s.path, recorded[0] if recorded else None, "content")
+            self._start_fold(s.path, found, "content")
+        else:
+            self._record(found)
 
-    def _record(self, found: list[Difference]) -> list[Difference]:
-        kept = [x for x in found if self.policy.checks(x.kind)]
-        self.differences.extend(kept)
-        return kept
+    def _start_fold(self, prefix: bytes, found: list[Difference], component: str) -> None:
+        """The directory's differences wait for its subtree to end: the first counts what
+        is below."""
+        self.fold = _Fold(prefix, self._kept(found), component)
 
-    def finish(self) -> list[Difference]:
+    def _end_fold(self) -> None:
+        if self.fold is not None:
+            self._emit(self.fold.held)
+        self.fold = None
+
+    def _kept(self, found: list[Difference]) -> list[Difference]:
+        return [x for x in found if self.policy.checks(x.kind)]
+
+    def _record(self, found: list[Difference]) -> None:
+        self._emit(self._kept(found))
+
+    def _emit(self, kept: list[Difference]) -> None:
+        for x in kept:
+            self.counts[x.kind.value] += 1
+            self.sink(x)
+
+    def finish(self) -> EngineResult:
+        self._end_fold()
         self.explanation.finish(self.src, self.dst)
         if self.policy.checks(DiffKind.HARDLINK):
-            self.differences.extend(self.hardlinks.differences())
-        order = {kind: i for i, kind in enumerate(DiffKind)}
-        return sorted(self.differences, key=lambda x: (sort_key(x.path), order[x.kind]))
+            self._emit(self.hardlinks.differences())
+        return EngineResult(self.counts, self.src, self.dst, self.explanation, self.collected)
 
 
 def _subtree_incomparable(s: Entry, d: Entry) -> bool:

@@ -1,6 +1,5 @@
 """CompareResult: what `zverify compare` found, ready for the verdict rule and the renderers."""
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
@@ -32,23 +31,28 @@ class CompareResult(EngineResult):
     filter: Filter = field(default_factory=Filter)  # what both sides left out...
     excluded: dict[str, int] = field(default_factory=dict)  # ...and how much: "src"/"dst"
 
+    # The verdict rests on counts, which the engine keeps whether or not it collected the
+    # differences themselves (it does not when they were streamed to a sink).
+
     @property
     def identical(self) -> bool:
-        return not self.differences
+        return self.total == 0
 
     @property
-    def counts(self) -> Counter[str]:
-        return Counter(d.kind.value for d in self.differences)
+    def total(self) -> int:
+        return sum(self.counts.values())
 
     @property
-    def errors(self) -> list[Difference]:
-        return [d for d in self.differences if d.kind is DiffKind.ERROR]
+    def unverified_count(self) -> int:
+        """Entries that could not be read, or changed while being read: not verified."""
+        return sum(self.counts[k.value] for k in UNVERIFIED_KINDS)
 
     @property
     def unverified(self) -> list[Difference]:
-        """Entries that could not be read, or changed while being read: not verified."""
+        """The unverified among the collected differences (empty when they were streamed)."""
         return [d for d in self.differences if d.kind in UNVERIFIED_KINDS]
 
     @property
     def exit_code(self) -> int:
-        return exitcodes.verdict(unverified=bool(self.unverified), different=not self.identical)
+        unverified = self.unverified_count > 0
+        return exitcodes.verdict(unverified=unverified, different=not self.identical)

@@ -10,7 +10,12 @@ filesystems hold them, and what could not be seen.
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from zverify.compare.engine import EngineResult, compare_entries, compare_pair_batches
+from zverify.compare.engine import (
+    DifferenceSink,
+    EngineResult,
+    compare_entries,
+    compare_pair_batches,
+)
 from zverify.compare.joined import JoinedWalks
 from zverify.compare.march import Pair
 from zverify.compare.policy import PROFILES, ComparePolicy
@@ -37,12 +42,14 @@ def compare_trees(
     progress: ProgressHook | None = None,
     c_join: bool = True,
     filter: Filter | None = None,
+    sink: DifferenceSink | None = None,
 ) -> CompareResult:
     """Compare two trees or manifests; raises RootError/SameTreeError/UsageError/ManifestError
     (exit 2) before anything is walked, ManifestError if a manifest proves damaged later.
 
-    c_join=False pairs two live trees in Python too (the reference the tests hold the C
-    join to); the result is the same either way."""
+    sink receives each difference as it is found (engine.py); without one the result
+    collects them.  c_join=False pairs two live trees in Python too (the reference the
+    tests hold the C join to); the result is the same either way."""
     policy = policy or ComparePolicy()
     paths = dict(zip(SIDES, (src, dst), strict=True))
     if src == "-" and dst == "-":
@@ -73,7 +80,7 @@ def compare_trees(
         if s.files_only or d.files_only:
             for side in (s, d):
                 side.entries = _without_directories(side.entries)
-        found = _compare_sides(s, d, policy, progress, c_join)
+        found = _compare_sides(s, d, policy, progress, c_join, sink)
         excluded = {"src": s.excluded(), "dst": d.excluded()}
     finally:
         for side in opened.values():
@@ -94,15 +101,20 @@ def compare_trees(
 
 
 def _compare_sides(
-    s: Side, d: Side, policy: ComparePolicy, progress: ProgressHook | None, c_join: bool
+    s: Side,
+    d: Side,
+    policy: ComparePolicy,
+    progress: ProgressHook | None,
+    c_join: bool,
+    sink: DifferenceSink | None,
 ) -> EngineResult:
     """Two live trees hashed in C are joined in C; anything else is paired in Python."""
     walks = s.entries, d.entries
     if c_join and all(isinstance(w, TreeWalk) and w.c_walker() is not None for w in walks):
         joined = JoinedWalks(*walks, sizes_only=not policy.reads_content)  # type: ignore[arg-type]
         batches = _batches_reporting(joined.batches(), s, d, progress)
-        return compare_pair_batches(batches, joined.settled, policy)
-    return compare_entries(_reporting(s, d, progress), d.entries, policy)
+        return compare_pair_batches(batches, joined.settled, policy, sink=sink)
+    return compare_entries(_reporting(s, d, progress), d.entries, policy, sink=sink)
 
 
 def _batches_reporting(

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import ComparePolicy
-from zverify.compare.result import CompareResult
+from zverify.compare.result import UNVERIFIED_KINDS, CompareResult
 from zverify.compare.trees import compare_trees
 from zverify.cutover.checks import Pair, Written
 from zverify.cutover.findings import Finding, Severity, listed
@@ -45,10 +45,28 @@ def compare_content(
             _snapshot_dir(pair.src, common.src.name) as a,
             _snapshot_dir(pair.dst, common.dst.name) as b,
         ):
-            result = compare_trees(a, b, ComparePolicy(), threads=threads, progress=progress)
+            shown = _FirstFew()
+            result = compare_trees(
+                a, b, ComparePolicy(), threads=threads, progress=progress, sink=shown.add
+            )
     except ZverifyError as err:
         return [_error(pair, common, str(err))]
-    return _findings(pair.src.name, common, result)
+    return _findings(pair.src.name, common, result, shown)
+
+
+class _FirstFew:
+    """The first SHOWN differences, and the first SHOWN unverified ones: a finding lists
+    those and counts the rest, so a pool of millions of differences costs no memory."""
+
+    def __init__(self) -> None:
+        self.differences: list[Difference] = []
+        self.unverified: list[Difference] = []
+
+    def add(self, d: Difference) -> None:
+        if len(self.differences) < SHOWN:
+            self.differences.append(d)
+        if d.kind in UNVERIFIED_KINDS and len(self.unverified) < SHOWN:
+            self.unverified.append(d)
 
 
 @contextlib.contextmanager
@@ -62,29 +80,31 @@ def _snapshot_dir(ds: Dataset, snapshot: str) -> Iterator[str]:
             yield where
 
 
-def _findings(dataset: str, common: Common, result: CompareResult) -> list[Finding]:
+def _findings(
+    dataset: str, common: Common, result: CompareResult, shown: _FirstFew
+) -> list[Finding]:
     where = f"@{common.src.name}"
-    if result.unverified:
-        bad = result.unverified
+    if result.unverified_count:
+        n, bad = result.unverified_count, shown.unverified
         return [
             Finding(
                 "content-error",
                 Severity.UNVERIFIED,
                 dataset,
-                f"{len(bad)} entr{'y' if len(bad) == 1 else 'ies'} of {where} could not "
-                f"be read back and compared: {_listed(bad)}",
-                {"entries": [_entry(d) for d in bad[:SHOWN]]},
+                f"{n} entr{'y' if n == 1 else 'ies'} of {where} could not "
+                f"be read back and compared: {_listed(bad, n)}",
+                {"entries": [_entry(d) for d in bad]},
             )
         ]
-    if result.differences:
-        diffs = result.differences
+    if result.total:
+        n, diffs = result.total, shown.differences
         return [
             Finding(
                 "content",
                 Severity.FAIL,
                 dataset,
-                f"{len(diffs)} difference(s) in {where}: {_listed(diffs)}",
-                {"differences": [_entry(d) for d in diffs[:SHOWN]]},
+                f"{n} difference(s) in {where}: {_listed(diffs, n)}",
+                {"differences": [_entry(d) for d in diffs]},
             )
         ]
     return []
@@ -94,9 +114,9 @@ def _entry(d: Difference) -> dict[str, str]:
     return {"path": for_terminal(d.path) or ".", "kind": d.kind.value, "detail": d.detail}
 
 
-def _listed(diffs: list[Difference]) -> str:
-    texts = [f"{for_terminal(d.path) or '.'} ({d.kind.value}: {d.detail})" for d in diffs[:SHOWN]]
-    return listed(texts, SHOWN, total=len(diffs))
+def _listed(diffs: list[Difference], total: int) -> str:
+    texts = [f"{for_terminal(d.path) or '.'} ({d.kind.value}: {d.detail})" for d in diffs]
+    return listed(texts, SHOWN, total=total)
 
 
 def _error(pair: Pair, common: Common, why: str) -> Finding:

@@ -1,4 +1,8 @@
-"""`--json` rendering of a CompareResult; the schema is documented in README.md.
+"""`--json` and `--jsonl` renderings of a CompareResult; the schemas are in docs/schema/.
+
+Both are written as the comparison goes (JsonStream, JsonLinesStream): each difference when
+it is found, the summary at the end, so memory does not grow with the differences.  A run
+that fails part way still ends its document, with "complete": false and the error.
 
 Paths are relative to the roots; a path that is not valid UTF-8 is written
 with \\xHH escapes and flagged "path_escaped": true (see pathnames.py).
@@ -6,6 +10,7 @@ with \\xHH escapes and flagged "path_escaped": true (see pathnames.py).
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from zverify.compare.diffs import Difference
@@ -14,7 +19,9 @@ from zverify.compare.sizes import SideTally
 from zverify.fsinfo import FsInfo
 from zverify.pathnames import display
 
-SCHEMA_VERSION = 1
+SCHEMA = "zverify.compare/2"
+LINES_SCHEMA = "zverify.compare-lines/1"
+Write = Callable[[str], object]
 
 
 def _path_fields(key: str, path: bytes) -> dict[str, Any]:
@@ -22,7 +29,7 @@ def _path_fields(key: str, path: bytes) -> dict[str, Any]:
     return {key: text, f"{key}_escaped": True} if escaped else {key: text}
 
 
-def _difference(d: Difference) -> dict[str, Any]:
+def difference_doc(d: Difference) -> dict[str, Any]:
     out: dict[str, Any] = {**_path_fields("path", d.path), "kind": d.kind.value, "detail": d.detail}
     if d.src is not None or d.dst is not None:
         out["src"], out["dst"] = d.src, d.dst
@@ -62,9 +69,10 @@ def _excluded(result: CompareResult) -> dict[str, Any]:
     }
 
 
-def compare_document(result: CompareResult) -> dict[str, Any]:
+def summary(result: CompareResult) -> dict[str, Any]:
+    """Everything but the differences: known only when the comparison has finished."""
     return {
-        "schema": SCHEMA_VERSION,
+        "complete": True,
         "identical": result.identical,
         "exit_code": result.exit_code,
         "profile": result.policy.profile,
@@ -76,9 +84,8 @@ def compare_document(result: CompareResult) -> dict[str, Any]:
         **_path_fields("dst", os.fsencode(result.dst_root)),
         "unverifiable": result.unverifiable,
         "notes": result.notes,
-        "differences": [_difference(d) for d in result.differences],
+        "total": result.total,
         "counts": dict(sorted(result.counts.items())),
-        "errors": [{**_path_fields("path", d.path), "message": d.detail} for d in result.errors],
         "sizes": {
             "src": _side(result.src_sizes, result.src_fs),
             "dst": _side(result.dst_sizes, result.dst_fs),
@@ -88,4 +95,75 @@ def compare_document(result: CompareResult) -> dict[str, Any]:
 
 
 def render_compare(result: CompareResult) -> str:
-    return json.dumps(compare_document(result), indent=2, ensure_ascii=False) + "\n"
+    """The whole document of a result whose differences were collected."""
+    out: list[str] = []
+    stream = JsonStream(out.append)
+    for d in result.differences:
+        stream.difference(d)
+    stream.finish(result)
+    return "".join(out)
+
+
+def _dumps(doc: object) -> str:
+    return json.dumps(doc, ensure_ascii=False)
+
+
+class JsonStream:
+    """One JSON document: the differences array first, written as found, then the summary."""
+
+    def __init__(self, write: Write) -> None:
+        self._write = write
+        self._started = False  # nothing is written before the first difference or the end
+        self._first = True
+
+    def _start(self) -> None:
+        if not self._started:
+            self._write(f'{{\n  "schema": "{SCHEMA}",\n  "differences": [')
+            self._started = True
+
+    def difference(self, d: Difference) -> None:
+        self._start()
+        self._write(("\n    " if self._first else ",\n    ") + _dumps(difference_doc(d)))
+        self._first = False
+
+    def finish(self, result: CompareResult) -> None:
+        self._start()
+        self._close_with(summary(result))
+
+    def abort(self, message: str) -> None:
+        """End a document already begun; a run that failed before writing any leaves none."""
+        if self._started:
+            self._close_with({"complete": False, "error": message})
+
+    def _close_with(self, fields: dict[str, Any]) -> None:
+        tail = json.dumps(fields, indent=2, ensure_ascii=False)  # "{\n  ...\n}"
+        self._write(("]" if self._first else "\n  ]") + "," + tail[1:] + "\n")
+
+
+class JsonLinesStream:
+    """JSON Lines: a header, one line per difference as found, a summary (or an abort) line."""
+
+    def __init__(self, write: Write, src: str, dst: str) -> None:
+        self._write = write
+        self._header: dict[str, Any] | None = {
+            "type": "header",
+            "schema": LINES_SCHEMA,
+            **_path_fields("src", os.fsencode(src)),
+            **_path_fields("dst", os.fsencode(dst)),
+        }
+
+    def _line(self, doc: dict[str, Any]) -> None:
+        if self._header is not None:  # written with the first line, as JsonStream does
+            header, self._header = self._header, None
+            self._write(_dumps(header) + "\n")
+        self._write(_dumps(doc) + "\n")
+
+    def difference(self, d: Difference) -> None:
+        self._line({"type": "difference", **difference_doc(d)})
+
+    def finish(self, result: CompareResult) -> None:
+        self._line({"type": "summary", **summary(result)})
+
+    def abort(self, message: str) -> None:
+        if self._header is None:
+            self._line({"type": "summary", "complete": False, "error": message})

@@ -1,7 +1,8 @@
-"""Human rendering of a CompareResult: one line per difference, a summary,
-and the size table that explains why `du` differs."""
+"""Human rendering of a CompareResult: one line per difference (written as found, by
+TextStream), a summary, and the size table that explains why `du` differs."""
 
 import os
+from collections.abc import Callable
 
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import PROFILES, DiffKind
@@ -56,8 +57,8 @@ def _verdict(result: CompareResult) -> str:
     if result.identical:
         return f"IDENTICAL under {_checks(result)}{_unverifiable(result)}{_narrowed(result)}"
     counts = ", ".join(f"{k} {n:,}" for k, n in sorted(result.counts.items()))
-    word = "INCOMPLETE" if result.unverified else "DIFFERENT"
-    total = len(result.differences)
+    word = "INCOMPLETE" if result.unverified_count else "DIFFERENT"
+    total = result.total
     return f"{word}: {total:,} difference{'s' * (total != 1)} ({counts}){_narrowed(result)}"
 
 
@@ -125,19 +126,46 @@ def verdict_line(result: CompareResult) -> str:
     return f"{_verdict(result)}  [{_checks(result)}, {result.algorithm.value}]"
 
 
-def render_compare(result: CompareResult, verdict_only: bool = False) -> str:
-    if verdict_only:
-        return verdict_line(result) + "\n"
-    lines = [difference_line(d) for d in result.differences]
-    if lines:
-        lines.append("")
-    lines += [f"note: {note}" for note in result.notes]
-    lines += filter_line(result)
-    lines += [
+def summary_lines(result: CompareResult) -> list[str]:
+    return [
+        *[f"note: {note}" for note in result.notes],
+        *filter_line(result),
         _side_line("SRC", result.src_root, result.src_sizes, result.src_fs),
         _side_line("DST", result.dst_root, result.dst_sizes, result.dst_fs),
         verdict_line(result),
         "",
         *size_table(result),
     ]
-    return "\n".join(lines) + "\n"
+
+
+def render_compare(result: CompareResult, verdict_only: bool = False) -> str:
+    """The whole report of a result whose differences were collected."""
+    out: list[str] = []
+    stream = TextStream(out.append, verdict_only)
+    for d in result.differences:
+        stream.difference(d)
+    stream.finish(result)
+    return "".join(out)
+
+
+class TextStream:
+    """Difference lines as they are found, then the summary; verdict_only (-q): the verdict."""
+
+    def __init__(self, write: Callable[[str], object], verdict_only: bool = False) -> None:
+        self._write = write
+        self._verdict_only = verdict_only
+        self._shown = False
+
+    def difference(self, d: Difference) -> None:
+        if not self._verdict_only:
+            self._write(difference_line(d) + "\n")
+            self._shown = True
+
+    def finish(self, result: CompareResult) -> None:
+        if self._verdict_only:
+            self._write(verdict_line(result) + "\n")
+            return
+        self._write("\n" * self._shown + "\n".join(summary_lines(result)) + "\n")
+
+    def abort(self, message: str) -> None:
+        """Nothing to add: the error goes to stderr, and no verdict line is printed."""

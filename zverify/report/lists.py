@@ -1,0 +1,58 @@
+"""`--write-lists DIR`: one file of paths per category, written as differences are found.
+
+missing (only in SRC), extra (only in DST), differ (both, but not the same: every other
+kind; a hardlink difference lists all its members) and error (could not be read, or changed
+while being read).  The files hold the raw byte paths relative to the roots, one per line
+(NUL-terminated with --from0), so they can be fed back to `rsync --files-from` or
+`zverify compare --files-from`; a missing directory is listed once, as in the verdict.  All
+four files are created up front, so an empty one means "none", not "not written".
+"""
+
+import os
+from typing import BinaryIO
+
+from zverify.compare.diffs import Difference
+from zverify.compare.policy import DiffKind
+from zverify.errors import UsageError
+
+CATEGORIES = ("missing", "extra", "differ", "error")
+_CATEGORY = {DiffKind.MISSING: "missing", DiffKind.EXTRA: "extra"} | {
+    kind: "error" for kind in (DiffKind.ERROR, DiffKind.CHANGED)
+}
+
+
+class ListFiles:
+    def __init__(self, directory: str, nul_terminated: bool = False) -> None:
+        self.directory = directory
+        self._end = b"\0" if nul_terminated else b"\n"
+        self._files: dict[str, BinaryIO] = {}
+        self._last: dict[str, bytes] = {}
+        self._newlines = 0
+        try:
+            os.makedirs(directory, exist_ok=True)
+            for name in CATEGORIES:
+                self._files[name] = open(os.path.join(directory, name), "wb")  # noqa: SIM115
+        except OSError as err:
+            self.close()
+            raise UsageError(f"--write-lists {directory!r}: {err.strerror}") from err
+
+    def difference(self, d: Difference) -> None:
+        category = _CATEGORY.get(d.kind, "differ")
+        for path in d.members or (d.path,):
+            if self._last.get(category) == path:
+                continue  # one line per path, however many of its attributes differ
+            self._last[category] = path
+            self._newlines += self._end == b"\n" and b"\n" in path
+            self._files[category].write((path or b".") + self._end)
+
+    def close(self) -> list[str]:
+        """Close every file (errors such as a full disk raise OSError); returns notes."""
+        files, self._files = self._files, {}
+        for f in files.values():
+            f.close()
+        if not self._newlines:
+            return []
+        return [
+            f"{self._newlines} path(s) in the lists under {self.directory} contain a newline: "
+            "those lines are ambiguous (use --from0 for NUL-terminated lists)"
+        ]
