@@ -215,11 +215,14 @@ typedef struct zv_join zv_join;
 int zv_join_open(zv_walk *src, zv_walk *dst, zv_join **out);
 /*
  * Move up to max pairs that need the caller's judgement into out[], in canonical order;
- * identical pairs are settled into the totals instead.  Waits up to timeout_ms per walk.
- * @return ZV_OK (n >= 1), ZV_EAGAIN, ZV_EDONE (both walks complete), ZV_EORDER, or a walk's
+ * identical pairs are settled into the totals instead.  Waits up to timeout_ms per walk,
+ * and returns after ZV_JOIN_STEPS pairs even when none needed judgement (n == 0), so a
+ * long run of identical pairs never keeps the caller from its progress line and signals.
+ * @return ZV_OK (n >= 0), ZV_EAGAIN, ZV_EDONE (both walks complete), ZV_EORDER, or a walk's
  *         failure (ZV_EWALK, ZV_ESTOPPED, ZV_ENOMEM): zv_join_failed_side() says which walk.
  *         A failure is final: every later call returns it again.
  */
+#define ZV_JOIN_STEPS 16384
 int zv_join_next(zv_join *j, zv_pair *out, size_t max, size_t *n, int timeout_ms);
 int zv_join_failed_side(const zv_join *j); /* 0 SRC, 1 DST, -1 none */
 /* A quick check: the walks hash nothing, so files without digests that agree in size and

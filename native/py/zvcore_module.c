@@ -458,23 +458,24 @@ static PyObject *Join_next(JoinObject *self)
         PyErr_SetString(PyExc_ValueError, "a joined walker was closed");
         return NULL;
     }
-    for (;;) {
-        size_t n = 0;
-        int rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = zv_join_next(self->join, self->buf, self->batch, &n, 100);
-        Py_END_ALLOW_THREADS
-        if (rc == ZV_OK)
-            return pairs_to_list(self->buf, n);
-        if (rc == ZV_EDONE) {
-            self->finished = 1;
-            return NULL; /* StopIteration: both walks complete */
-        }
-        if (rc != ZV_EAGAIN)
-            return join_failed(self, rc);
-        if (PyErr_CheckSignals() < 0)
-            return NULL;
+    /* Every call returns within about 100 ms: a batch, maybe empty (a run of identical
+     * pairs, or walks with nothing ready), is the caller's chance to show progress. */
+    size_t n = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = zv_join_next(self->join, self->buf, self->batch, &n, 100);
+    Py_END_ALLOW_THREADS
+    if (rc == ZV_OK)
+        return pairs_to_list(self->buf, n);
+    if (rc == ZV_EDONE) {
+        self->finished = 1;
+        return NULL; /* StopIteration: both walks complete */
     }
+    if (rc != ZV_EAGAIN)
+        return join_failed(self, rc);
+    if (PyErr_CheckSignals() < 0)
+        return NULL;
+    return PyList_New(0);
 }
 
 static PyObject *tally_tuple(const zv_tally *t)

@@ -282,7 +282,7 @@ int zv_join_next(zv_join *j, zv_pair *out, size_t max, size_t *n, int timeout_ms
     *n = 0;
     if (j->status != ZV_OK)
         return j->status; /* a failure is final: never a later ZV_EDONE */
-    while (*n < max) {
+    for (size_t steps = 0; *n < max && steps < ZV_JOIN_STEPS; steps++) {
         int rc[2] = {fill(j, 0, timeout_ms), fill(j, 1, timeout_ms)};
         for (int i = 0; i < 2; i++) {
             if (rc[i] == ZV_OK || rc[i] == ZV_EDONE)
