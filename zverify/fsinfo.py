@@ -55,6 +55,30 @@ def filesystem_of(path: str) -> FsInfo:
     return FsInfo(fstype, source, mountpoint, zfs)
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """What a walk of a tree will meet, known before it starts (for the progress bar only:
+    nothing is ever decided on it)."""
+
+    entries: int | None  # None: the filesystem does not count its inodes (btrfs)
+    bytes: int
+
+
+def estimate_tree(path: str) -> Estimate | None:
+    """statvfs's used inodes and bytes, when path is the root of its filesystem (a pool's
+    dataset, a mounted disk: the usual migration source); None for a directory inside one,
+    whose share of the filesystem statvfs cannot tell."""
+    try:
+        if not os.path.ismount(path):
+            return None
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    used_bytes = (st.f_blocks - st.f_bfree) * st.f_frsize
+    used_inodes = st.f_files - st.f_ffree
+    return Estimate(used_inodes if st.f_files else None, used_bytes)
+
+
 CAP_SYS_ADMIN = 21
 
 

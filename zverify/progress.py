@@ -7,6 +7,10 @@ and logs see nothing but results and diagnostics.
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zverify.fsinfo import Estimate
 
 
 def wanted(quiet: bool) -> bool:
@@ -50,3 +54,70 @@ def byte_progress(enabled: bool, name: str, total: int | None) -> Iterator[Calla
         yield hook
     finally:
         bar.close()
+
+
+Counters = tuple[int, int]  # (entries, bytes read) of one side so far
+CompareHook = Callable[[Counters, Counters], None]  # (SRC, DST)
+
+
+@contextmanager
+def compare_progress(
+    enabled: bool, estimate: "Estimate | None" = None, reads_content: bool = True
+) -> Iterator[CompareHook | None]:
+    """Yields hook(src, dst) drawing one line on stderr, or None if disabled:
+
+        comparing  38% 12.1GB/31.9GB  310MB/s  ETA 01:04  SRC 402,113/1.1M entries, DST 402,090
+
+    The total is SRC's (estimate_tree): bytes when content is read, else entries; without
+    one the line shows what was done, the rate and the time spent."""
+    if not enabled:
+        yield None
+        return
+    from tqdm import tqdm
+
+    by_bytes = reads_content
+    total = None if estimate is None else estimate.bytes if by_bytes else estimate.entries
+    unit = "B" if by_bytes else " entries"
+    done = "{n_fmt}B" if by_bytes else "{n_fmt}"  # the SRC entries are on the line anyway
+    # {desc} carries the per-side counts: tqdm's {postfix} would start with ", "
+    fmt = (
+        "comparing {percentage:3.0f}% "
+        + done
+        + "/{total_fmt}"
+        + unit.strip()[:1] * by_bytes
+        + "  {rate_fmt}  ETA {remaining}  {desc}"
+        if total
+        else "comparing " + done + (" read" if by_bytes else " entries") + "  {rate_fmt}  "
+        "{elapsed} elapsed  {desc}"
+    )
+    bar = tqdm(
+        total=total or None,
+        unit=unit,
+        unit_scale=True,
+        unit_divisor=1000,  # MB/s as disks and rsync --info=progress2 count them
+        bar_format=fmt,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+    )
+    entries_total = estimate.entries if estimate is not None else None
+
+    def hook(src: Counters, dst: Counters) -> None:
+        done = src[1] if by_bytes else src[0]
+        if bar.total is not None and done > bar.total:
+            bar.total = done  # the estimate was low (compression, other mounts below)
+        of = f"/{_scaled(entries_total)}" if entries_total and src[0] <= entries_total else ""
+        bar.set_description_str(f"SRC {src[0]:,}{of} entries, DST {dst[0]:,}", refresh=False)
+        bar.update(done - bar.n)
+
+    try:
+        yield hook
+    finally:
+        bar.close()
+
+
+def _scaled(n: int) -> str:
+    for limit, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n >= limit:
+            return f"{n / limit:.1f}{suffix}"
+    return str(n)

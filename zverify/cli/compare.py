@@ -93,9 +93,11 @@ def compare(
     # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.filtering import selected
     from zverify.cli.options import algorithm_option, check_threads
+    from zverify.compare.sides import is_manifest_path
     from zverify.compare.trees import compare_trees
     from zverify.errors import UsageError
-    from zverify.progress import entry_progress, wanted
+    from zverify.fsinfo import estimate_tree
+    from zverify.progress import compare_progress, wanted
     from zverify.report.lists import ListFiles
     from zverify.report.outputs import Outputs, stdout_writer
 
@@ -113,7 +115,8 @@ def compare(
     lists = ListFiles(write_lists, nul_terminated=from0) if write_lists else None
     outputs = Outputs(rendering, lists)
 
-    with entry_progress(bar, "comparing") as hook:
+    estimate = None if not bar or is_manifest_path(src) else estimate_tree(src)
+    with compare_progress(bar, estimate, policy.reads_content) as hook:
         try:
             result = compare_trees(
                 src,

@@ -39,7 +39,7 @@ def cutover(
     """Check a replica before the cutover: exit 0 READY, 1 NOT READY (every reason listed),
     2 could not check.  Read-only."""
     from zverify.cutover.gather import CutoverOptions, check_cutover
-    from zverify.progress import entry_progress, wanted
+    from zverify.progress import compare_progress, wanted
     from zverify.report import cutover as report
 
     if snapshots not in ("latest", "all"):
@@ -53,7 +53,7 @@ def cutover(
         expect=_expectations(expect or []),
         threads=threads,
     )
-    with entry_progress(wanted(quiet or as_json) and content, "reading") as hook:
+    with compare_progress(wanted(quiet or as_json) and content) as hook:
         result = check_cutover(src, dst, options, hook)
     sys.stdout.write((report.render_json if as_json else report.render_text)(result))
     return result.exit_code

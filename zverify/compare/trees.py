@@ -8,7 +8,7 @@ filesystems hold them, and what could not be seen.
 """
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from zverify.compare.engine import (
     DifferenceSink,
@@ -25,9 +25,9 @@ from zverify.entry import Entry, Kind
 from zverify.errors import SameTreeError, UsageError
 from zverify.filters import Filter
 from zverify.hashing import Algorithm
+from zverify.progress import CompareHook
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
-ProgressHook = Callable[[int, int], None]  # (entries, bytes) so far, both sides
 PROGRESS_EVERY = 512  # entries of one side between progress updates
 SIDES = ("SRC", "DST")
 
@@ -39,7 +39,7 @@ def compare_trees(
     algorithm: Algorithm | None = None,
     threads: int | None = None,
     one_file_system: bool = False,
-    progress: ProgressHook | None = None,
+    progress: CompareHook | None = None,
     c_join: bool = True,
     filter: Filter | None = None,
     sink: DifferenceSink | None = None,
@@ -104,7 +104,7 @@ def _compare_sides(
     s: Side,
     d: Side,
     policy: ComparePolicy,
-    progress: ProgressHook | None,
+    progress: CompareHook | None,
     c_join: bool,
     sink: DifferenceSink | None,
 ) -> EngineResult:
@@ -118,13 +118,12 @@ def _compare_sides(
 
 
 def _batches_reporting(
-    batches: Iterator[list[Pair]], s: Side, d: Side, progress: ProgressHook | None
+    batches: Iterator[list[Pair]], s: Side, d: Side, progress: CompareHook | None
 ) -> Iterator[list[Pair]]:
     """The joined batches, calling progress with both sides' counters before each."""
     for batch in batches:
         if progress is not None:
-            (ea, ba), (eb, bb) = s.progress(), d.progress()
-            progress(ea + eb, ba + bb)
+            progress(s.progress(), d.progress())
         yield batch
 
 
@@ -196,18 +195,17 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _reporting(side: Side, other: Side, progress: ProgressHook | None) -> Iterable[Entry]:
+def _reporting(side: Side, other: Side, progress: CompareHook | None) -> Iterable[Entry]:
     """side's entries, calling progress with both sides' counters now and then."""
     if progress is None:
         return side.entries
     return _with_progress(side, other, progress)
 
 
-def _with_progress(side: Side, other: Side, progress: ProgressHook) -> Iterator[Entry]:
+def _with_progress(side: Side, other: Side, progress: CompareHook) -> Iterator[Entry]:
     for n, entry in enumerate(side.entries):
         if n % PROGRESS_EVERY == 0:
-            (ea, ba), (eb, bb) = side.progress(), other.progress()
-            progress(ea + eb, ba + bb)
+            progress(side.progress(), other.progress())
         yield entry
 
 

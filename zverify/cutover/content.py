@@ -10,7 +10,7 @@ during the read).  A read error is `content-error`: unverified, never READY.
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from zverify.compare.diffs import Difference
@@ -22,12 +22,12 @@ from zverify.cutover.findings import Finding, Severity, listed
 from zverify.cutover.snapshots import Common
 from zverify.errors import ZverifyError
 from zverify.pathnames import for_terminal
+from zverify.progress import CompareHook
 from zverify.zfs import command
 from zverify.zfs.inventory import Dataset
 
 SHOWN = 10  # differences listed in one finding
 CHUNK = 1 << 20
-ProgressHook = Callable[[int, int], None]
 
 
 def compare_content(
@@ -35,7 +35,7 @@ def compare_content(
     common: Common,
     written: tuple[Written, Written],
     threads: int | None,
-    progress: ProgressHook | None = None,
+    progress: CompareHook | None = None,
 ) -> list[Finding]:
     assert pair.dst is not None
     try:

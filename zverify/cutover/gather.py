@@ -2,7 +2,7 @@
 the content if asked, and read the state again at the end: anything that moved while
 zverify was looking makes the whole answer unverified."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from zverify.cutover import checks, content
@@ -12,10 +12,10 @@ from zverify.cutover.properties import COMPARED, compare_properties
 from zverify.cutover.result import CutoverResult, DatasetResult
 from zverify.cutover.snapshots import Common, compare_snapshots
 from zverify.errors import UsageError, ZfsError
+from zverify.progress import CompareHook
 from zverify.zfs import inventory
 from zverify.zfs.inventory import Dataset, Snap
 
-ProgressHook = Callable[[int, int], None]
 # Read by the checks besides the compared properties.
 STATE_PROPERTIES = ("type", "receive_resume_token", "keystatus", "encryptionroot", "mounted")
 
@@ -45,7 +45,7 @@ class _Side:
 
 
 def check_cutover(
-    src: str, dst: str, options: CutoverOptions, progress: ProgressHook | None = None
+    src: str, dst: str, options: CutoverOptions, progress: CompareHook | None = None
 ) -> CutoverResult:
     """Raises ZfsError (exit 2) when either tree cannot be listed at all."""
     _refuse_overlap(src, dst, options.recursive)
@@ -79,7 +79,7 @@ def _check_pair(
     sides: tuple[_Side, _Side],
     options: CutoverOptions,
     tree_findings: list[Finding],
-    progress: ProgressHook | None,
+    progress: CompareHook | None,
 ) -> DatasetResult:
     src, dst = pair.src, pair.dst
     result = DatasetResult(src.name, dst.name if dst else None, src.type)

@@ -1,0 +1,111 @@
+"""The progress line a person watches for hours: on a terminal only, with scaled units, a
+rate, SRC's counts, and an ETA when SRC is a filesystem's root (statvfs tells its size).
+
+The installed command runs with stderr on a pseudo-terminal of 160 columns."""
+
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.console import console_script, needs_installed_command
+from tests.treebuilder import sparse
+from zverify.fsinfo import estimate_tree
+
+pytestmark = needs_installed_command
+
+
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """SRC and DST each the root of a tmpfs: 64 MiB of data, 2,000 small files, and a sparse
+    file whose 8 GiB of holes are read as zeros (seconds of work, no memory)."""
+    base = tmp_path_factory.mktemp("progress")
+    roots = base / "src", base / "dst"
+    for root in roots:
+        root.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(root)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount tmpfs here: {done.stderr.strip()}")
+    src, dst = roots
+    try:
+        (src / "data").write_bytes(os.urandom(64 << 20))
+        (src / "many").mkdir()
+        for i in range(2000):
+            (src / "many" / str(i)).write_text(str(i))
+        sparse(src / "holes", 8 << 30, {})
+        subprocess.run(["cp", "-a", f"{src}/.", str(dst)], check=True)
+        yield src, dst
+    finally:
+        for root in roots:
+            subprocess.run(["umount", "-l", str(root)], check=False)
+
+
+def _frames(*args: str) -> tuple[int, list[str]]:
+    """Run `zverify ARGS` with stderr on a terminal; every frame the bar drew on it."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    proc = subprocess.Popen(
+        [console_script(), *args], stdout=subprocess.DEVNULL, stderr=follower, cwd="/"
+    )
+    os.close(follower)
+    drawn = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if not ready and proc.poll() is not None:
+            break
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed its end
+                break
+            drawn += chunk
+    os.close(leader)
+    frames = [f.decode(errors="replace").strip() for f in drawn.split(b"\r")]
+    return proc.wait(), [f for f in frames if f]
+
+
+def test_on_a_filesystem_root_the_line_has_a_total_and_an_eta(mounted: tuple[Path, Path]) -> None:
+    src, dst = mounted
+    code, frames = _frames("compare", "--threads", "1", str(src), str(dst))
+    assert code == 0, frames
+    with_counts = [f for f in frames if "SRC " in f]
+    assert with_counts, frames
+    line = with_counts[-1]
+    assert line.startswith("comparing ") and "%" in line and "ETA " in line, line
+    assert "B/" in line and "B/s" in line, line  # e.g. 1.20GB/2.53GB  310MB/s
+    assert "entries, DST " in line, line
+
+
+def test_inside_a_filesystem_the_line_says_what_was_done(mounted: tuple[Path, Path]) -> None:
+    src, dst = mounted
+    code, frames = _frames("compare", "--threads", "1", str(src / "many"), str(dst / "many"))
+    assert code == 0, frames
+    assert frames and all("ETA" not in f for f in frames), frames
+    assert any(" read " in f and "elapsed" in f for f in frames), frames
+
+
+def test_no_bar_with_no_progress_quiet_or_json(mounted: tuple[Path, Path]) -> None:
+    src, dst = mounted
+    for flag in ("--no-progress", "-q", "--json"):
+        code, frames = _frames("compare", flag, str(src / "many"), str(dst / "many"))
+        assert code == 0 and frames == [], (flag, frames)
+
+
+def test_the_estimate_is_the_filesystems_use(mounted: tuple[Path, Path]) -> None:
+    src, _ = mounted
+    estimate = estimate_tree(str(src))
+    assert estimate is not None and estimate.entries is not None
+    assert 2000 <= estimate.entries <= 2100  # tmpfs counts the inodes in use
+    assert 64 << 20 <= estimate.bytes < 80 << 20  # the holes take no space
+    assert estimate_tree(str(src / "many")) is None  # its share of the filesystem is unknown
