@@ -74,20 +74,22 @@ def send(
     from zverify.cold.plan import NothingToSend, plan_send
     from zverify.cold.send import FLAGS, send_to_archive
     from zverify.progress import byte_progress, wanted
+    from zverify.report.cold import SEND_SCHEMA
     from zverify.zfs.inventory import snapshots
 
     archive = _read_archive(directory, dataset)
     chosen = plan_send(archive.plans.get(dataset), snapshots(dataset), snapshot, full, intermediate)
     if isinstance(chosen, NothingToSend):
-        _say(as_json, {"sent": None, "reason": chosen.reason}, f"nothing to send: {chosen.reason}")
+        nothing = {"schema": SEND_SCHEMA, "sent": None, "reason": chosen.reason}
+        _say(as_json, nothing, f"nothing to send: {chosen.reason}")
         return 0
     options = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
     flags = [FLAGS[k] for k, on in options.items() if on]
     with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
         sent = send_to_archive(dataset, directory, chosen, flags, hook, hold)
     kept_by = "hold" if hold else "bookmark"
-    doc = {"sent": {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256,
-                    kept_by: sent.keeper}, "reason": chosen.reason}  # fmt: skip
+    done = {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256, kept_by: sent.keeper}
+    doc = {"schema": SEND_SCHEMA, "sent": done, "reason": chosen.reason}
     _say(as_json, doc, f"archived {sent.name}: {sent.bytes:,} bytes ({chosen.reason})")
     return 0
 

@@ -1,4 +1,6 @@
-"""Rendering of `cold check` and `cold prune`: text for people, JSON (GUIDs as decimal strings)."""
+"""Rendering of `cold check` and `cold prune`: text for people, JSON (GUIDs as decimal strings).
+The JSON schemas are in docs/schema/ (cold-check, cold-send, cold-prune); `cold send` builds
+its document in cli/cold.py."""
 
 import json
 from collections import Counter
@@ -7,6 +9,10 @@ from typing import Any
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.prune import DatasetPrune
 from zverify.sendstream.chain import Restorable
+
+CHECK_SCHEMA = "zverify.cold-check/1"
+SEND_SCHEMA = "zverify.cold-send/1"
+PRUNE_SCHEMA = "zverify.cold-prune/1"
 
 
 def check_text(report: ArchiveReport) -> str:
@@ -49,6 +55,7 @@ def check_json(report: ArchiveReport) -> str:
     # about the archive, not one dataset or file's stream (a sidecar without its stream)
     loose = [p for p in report.problems if p.dataset not in by_dataset]
     doc = {
+        "schema": CHECK_SCHEMA,
         "directory": report.directory,
         "valid": report.exit_code == 0,
         "exit_code": report.exit_code,
@@ -147,6 +154,7 @@ def prune_json(
     blocked: str | None = None,
 ) -> str:
     doc = {
+        "schema": PRUNE_SCHEMA,
         "dry_run": not yes,
         "refused": blocked,
         "datasets": [

@@ -1,4 +1,5 @@
-"""Rendering of `zverify stream` results: text and JSON for verify, info and token."""
+"""Rendering of `zverify stream` results: text and JSON for verify, info and token; the JSON
+schemas are in docs/schema/ (stream-verify, stream-info, stream-token)."""
 
 import json
 from datetime import UTC, datetime
@@ -7,18 +8,26 @@ from typing import Any
 from zverify.sendstream.token import ResumeToken
 from zverify.sendstream.validate import StreamReport, Substream
 
+VERIFY_SCHEMA = "zverify.stream-verify/1"
+INFO_SCHEMA = "zverify.stream-info/1"
+TOKEN_SCHEMA = "zverify.stream-token/1"
+
 
 def verify_text(reports: list[StreamReport]) -> str:
     return "".join(_verify_one(r) for r in reports)
 
 
 def verify_json(reports: list[StreamReport]) -> str:
-    doc = {"valid": all(r.valid for r in reports), "files": [_verify_doc(r) for r in reports]}
+    doc = {
+        "schema": VERIFY_SCHEMA,
+        "valid": all(r.valid for r in reports),
+        "files": [_verify_doc(r) for r in reports],
+    }
     return json.dumps(doc, indent=2) + "\n"
 
 
 def info_json(report: StreamReport) -> str:
-    return json.dumps(report.as_dict(), indent=2) + "\n"
+    return json.dumps({"schema": INFO_SCHEMA, **report.as_dict()}, indent=2) + "\n"
 
 
 def _summary(r: StreamReport) -> str:
@@ -121,7 +130,12 @@ def token_text(tok: ResumeToken) -> str:
 
 
 def token_json(tok: ResumeToken) -> str:
-    doc = {"valid": True, "version": tok.version, "checksum_order": tok.checksum_order}
+    doc = {
+        "schema": TOKEN_SCHEMA,
+        "valid": True,
+        "version": tok.version,
+        "checksum_order": tok.checksum_order,
+    }
     return json.dumps(doc | {"fields": _token_fields(tok)}, indent=2) + "\n"
 
 
@@ -130,4 +144,4 @@ def bad_token_text(message: str) -> str:
 
 
 def bad_token_json(message: str) -> str:
-    return json.dumps({"valid": False, "message": message}) + "\n"
+    return json.dumps({"schema": TOKEN_SCHEMA, "valid": False, "message": message}) + "\n"

@@ -1,0 +1,591 @@
+"""Every JSON document the CLI prints against its JSON Schema in docs/schema/.
+
+The documents are real: each test runs a command (the installed console script for
+`compare`, the in-process entry point zverify.cli.run for the rest) on real trees, real
+`zfs send` fixture streams and archives, and a stand-in `zfs` where ZFS itself would be
+needed.  The schemas close every document (additionalProperties / unevaluatedProperties
+false), so a key added, renamed or removed in a renderer fails here until the schema file
+is updated with it.  Each test declares the schema files it exercises (@exercises) and must
+validate at least one document against each of them; every schema file must be declared by
+some test, so none goes stale untested.
+"""
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from referencing import Registry, Resource
+
+from tests.cli.console import needs_installed_command, zverify
+from tests.cold import fakezfs
+from tests.manifest.helpers import write_manifest
+from tests.stream.streamgen import resume_token
+from tests.treebuilder import write
+from zverify.cli import run as run_cli
+from zverify.cold.check import ArchiveReport, FileReport
+from zverify.cold.prune import blocked, plan_prune
+from zverify.report import cold as cold_report
+from zverify.report import cutover as cutover_report
+from zverify.report import json as json_report
+from zverify.report import stream as stream_report
+from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = REPO / "docs" / "schema"
+STREAMS = REPO / "tests" / "data" / "streams"
+INDEX = json.loads((STREAMS / "index.json").read_text())
+CUTOVER_STANDIN = REPO / "tests" / "cutover" / "standin_zfs.py"
+
+SCHEMAS = {p.name: json.loads(p.read_text()) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
+REGISTRY: Registry = Registry().with_resources(
+    (doc["$id"], Resource.from_contents(doc)) for doc in SCHEMAS.values()
+)
+
+# The version string each schema file pins, and the constant the renderer writes.
+CONSTANTS = {
+    "compare.schema.json": json_report.SCHEMA,
+    "compare-lines.schema.json": json_report.LINES_SCHEMA,
+    "cutover.schema.json": cutover_report.SCHEMA,
+    "stream-verify.schema.json": stream_report.VERIFY_SCHEMA,
+    "stream-info.schema.json": stream_report.INFO_SCHEMA,
+    "stream-token.schema.json": stream_report.TOKEN_SCHEMA,
+    "cold-check.schema.json": cold_report.CHECK_SCHEMA,
+    "cold-send.schema.json": cold_report.SEND_SCHEMA,
+    "cold-prune.schema.json": cold_report.PRUNE_SCHEMA,
+}
+
+EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
+_validated: set[str] = set()  # schema files validated against during the current test
+Test = TypeVar("Test", bound=Callable[..., None])
+
+
+def exercises(*names: str) -> Callable[[Test], Test]:
+    def declare(test: Test) -> Test:
+        for name in names:
+            EXERCISED.setdefault(name, []).append(test.__name__)
+        test.schemas = names  # type: ignore[attr-defined]
+        return test
+
+    return declare
+
+
+@pytest.fixture(autouse=True)
+def _declared_schemas_are_validated(request: pytest.FixtureRequest) -> Iterator[None]:
+    _validated.clear()
+    yield
+    missing = set(getattr(request.function, "schemas", ())) - _validated
+    assert not missing, f"{request.function.__name__} validated nothing against {missing}"
+
+
+def validate(name: str, doc: Any) -> None:
+    """doc is valid under docs/schema/NAME, and would not be with one more top-level key."""
+    validator = Draft202012Validator(SCHEMAS[name], registry=REGISTRY)
+    error = best_match(validator.iter_errors(doc))
+    assert error is None, f"{name}: at {error.json_path}: {error.message}"
+    assert isinstance(doc, dict)
+    assert not validator.is_valid({**doc, "not_in_the_schema": 1}), f"{name} is not closed"
+    _validated.add(name)
+
+
+def validate_document(name: str, doc: Any) -> None:
+    """A whole document: valid, and its first key names its type and version."""
+    validate(name, doc)
+    assert next(iter(doc)) == "schema" and doc["schema"] == CONSTANTS[name]
+
+
+# -- the schema files themselves -------------------------------------------------------------
+
+
+def _pinned(node: Any) -> set[str]:
+    """Every value a schema pins its documents' "schema" key to (properties.schema.const)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        pinned = node.get("properties", {}).get("schema", {})
+        if isinstance(pinned, dict) and "const" in pinned:
+            found.add(pinned["const"])
+        for value in node.values():
+            found |= _pinned(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _pinned(value)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_schema_file_is_a_valid_2020_12_schema_pinning_its_constant(name: str) -> None:
+    schema = SCHEMAS[name]
+    Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"].endswith(f"/{name}") and schema["title"] and schema["description"]
+    assert _pinned(schema) == {CONSTANTS[name]}
+
+
+def test_every_schema_file_is_known_and_exercised() -> None:
+    assert SCHEMAS, f"no schema files in {SCHEMA_DIR}"
+    assert set(CONSTANTS) == set(SCHEMAS)
+    assert set(EXERCISED) == set(SCHEMAS), "schema files no test validates real output against"
+    assert len({s["$id"] for s in SCHEMAS.values()}) == len(SCHEMAS)
+
+
+# -- compare --json / --jsonl (the installed console script) ----------------------------------
+
+
+def _compare(*args: str) -> subprocess.CompletedProcess[str]:
+    return zverify("compare", "--no-progress", *args)
+
+
+def _lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.fixture
+def messy(tmp_path: Path) -> tuple[str, str]:
+    """A copy with one difference of most kinds, some of them at paths (and a root) that are
+    not UTF-8, so that every optional key of a difference and of the summary appears."""
+    base = os.fsencode(tmp_path)
+    src, dst = (Path(os.fsdecode(base + name)) for name in (b"/src-\xff", b"/dst"))
+    write(src / "a-content", b"one")
+    write(src / "b-mode", b"same")
+    write(src / "gone/x", b"1")
+    write(src / "gone/sub/y", b"2")
+    write(Path(os.fsdecode(os.fsencode(src) + b"/bad-\xfe")), b"latin1")
+    write(src / "linked", b"shared")
+    os.link(src / "linked", Path(os.fsdecode(os.fsencode(src) + b"/linked-\xfd")))
+    write(src / "retyped", b"a file")
+    write(src / "skip.tmp", b"left out")
+    os.symlink("target", src / "sym")
+    subprocess.run(["cp", "-a", os.fsencode(src), os.fsencode(dst)], check=True)
+    write(dst / "a-content", b"two")
+    os.chmod(dst / "b-mode", 0o600)
+    shutil.rmtree(dst / "gone")
+    os.unlink(os.fsencode(dst) + b"/bad-\xfe")
+    os.unlink(os.fsencode(dst) + b"/linked-\xfd")
+    shutil.copy2(dst / "linked", os.fsencode(dst) + b"/linked-\xfd")
+    os.unlink(dst / "retyped")
+    (dst / "retyped").mkdir()
+    os.unlink(dst / "sym")
+    os.symlink(b"target-\xfc", os.fsencode(dst) + b"/sym")
+    write(dst / "new", b"")
+    return str(src), str(dst)
+
+
+@needs_installed_command
+@exercises("compare.schema.json", "compare-lines.schema.json")
+def test_compare_documents_with_every_optional_key(messy: tuple[str, str]) -> None:
+    src, dst = messy
+    done = _compare("--json", "--exclude", "*.tmp", src, dst)
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    validate_document("compare.schema.json", doc)
+    keys = {k for d in doc["differences"] for k in d}
+    assert {"path_escaped", "members", "members_escaped", "entries_below", "dst_escaped"} <= keys
+    assert {d["kind"] for d in doc["differences"]} >= {
+        "content", "mode", "missing", "extra", "hardlink", "type", "symlink",
+    }  # fmt: skip
+    assert doc["src_escaped"] is True and doc["excluded"]["entries"]["src"] == 1
+
+    lines = _lines(_compare("--jsonl", "--exclude", "*.tmp", src, dst).stdout)
+    for line in lines:
+        validate("compare-lines.schema.json", line)
+    header, *differences, summary = lines
+    assert header["type"] == "header" and header["src_escaped"] is True
+    assert len(differences) == len(doc["differences"]) and summary["complete"] is True
+
+
+@needs_installed_command
+@exercises("compare.schema.json", "compare-lines.schema.json")
+def test_compare_documents_of_an_identical_selection(
+    messy: tuple[str, str], tmp_path: Path
+) -> None:
+    """No difference at all (an empty array), --quick, and a --files-from list."""
+    listed = tmp_path / "list"
+    listed.write_text("linked\nskip.tmp\n")
+    args = ("--quick", "--ignore", "mtime", "--files-from", str(listed), *messy)
+    done = _compare("--json", *args)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    validate_document("compare.schema.json", doc)
+    assert doc["differences"] == [] and doc["content_read"] is False
+    assert doc["excluded"]["files_from"] == str(listed) and doc["excluded"]["listed"] == 2
+
+    lines = _lines(_compare("--jsonl", *args).stdout)
+    assert [line["type"] for line in lines] == ["header", "summary"]
+    for line in lines:
+        validate("compare-lines.schema.json", line)
+
+
+@needs_installed_command
+@exercises("compare.schema.json", "compare-lines.schema.json")
+def test_compare_documents_of_a_run_failing_part_way(tmp_path: Path) -> None:
+    """An edited manifest: differences are reported before its trailer proves the edit."""
+    src = tmp_path / "src"
+    for i in range(20):
+        write(src / f"f{i:02d}", b"%d" % i)
+    manifest = write_manifest(src, tmp_path / "m.zvm")
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    entry = json.loads(lines[3])
+    entry["size"] += 1
+    lines[3] = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+    manifest.write_bytes(b"".join(lines))
+
+    done = _compare("--json", str(manifest), str(src))
+    assert done.returncode == 2
+    doc = json.loads(done.stdout)
+    validate_document("compare.schema.json", doc)
+    assert doc["complete"] is False and doc["differences"]
+    assert not Draft202012Validator(SCHEMAS["compare.schema.json"], registry=REGISTRY).is_valid(
+        {**doc, "identical": False}
+    ), "an aborted document must not carry a verdict"
+
+    records = _lines(_compare("--jsonl", str(manifest), str(src)).stdout)
+    for record in records:
+        validate("compare-lines.schema.json", record)
+    assert records[-1]["type"] == "summary" and records[-1]["complete"] is False
+
+
+# -- cutover --json (a stand-in zfs) ---------------------------------------------------------
+
+FS = {"type": ["filesystem", "-"], "mounted": ["yes", "-"], "receive_resume_token": ["-", "-"]}
+ENCRYPTED = {"encryption": ["aes-256-gcm", "-"], "keystatus": ["available", "-"]}
+CUTOVER_STATE: dict[str, Any] = {
+    "datasets": {
+        "p": {**FS, "compression": ["lz4", "local"]},
+        "p/a": {**FS, "compression": ["lz4", "inherited from p"], "org.x:tag": ["1", "local"]},
+        "p/b": {**FS, "compression": ["lz4", "inherited from p"], **ENCRYPTED,
+                "encryptionroot": ["p/b", "-"]},
+        "p/gone": FS,
+        "p/vol": {**FS, "type": ["volume", "-"]},
+        "q": {**FS, "compression": ["lz4", "received"]},
+        "q/a": {**FS, "compression": ["off", "inherited from q"],
+                "receive_resume_token": ["1-abc-def-00", "-"]},
+        "q/b": {**FS, "compression": ["lz4", "local"], **ENCRYPTED, "encryptionroot": ["q", "-"]},
+        "q/vol": FS,
+        "q/extra": FS,
+    },
+    "snapshots": {
+        "p": [["s1", 11, 10, 0]],
+        "q": [["s1", 11, 4, 0]],
+        "p/a": [["s0", 100, 8, 0], ["s1", 111, 10, 1], ["s2", 222, 12, 0], ["s3", 333, 14, 0]],
+        "q/a": [["old", 55, 3, 0], ["s1", 111, 4, 0], ["s2", 999, 5, 0]],
+        "p/b": [["s1", 7, 10, 0]],
+        "q/b": [["x", 8, 4, 0]],
+    },
+    "written": {"p@s1": 0, "q@s1": 0, "p/a@s1": 4096, "q/a@s1": 512},
+}  # fmt: skip
+
+
+Run = Callable[..., tuple[int, Any]]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Run:
+    """zverify ARGV through the real entry point (zverify.cli.run), in-process: its exit code
+    and its stdout parsed as one JSON document."""
+
+    def run(*argv: str) -> tuple[int, Any]:
+        capsys.readouterr()
+        code = run_cli(list(argv))
+        return code, json.loads(capsys.readouterr().out)
+
+    return run
+
+
+@pytest.fixture
+def cutover(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """Run `zverify cutover --json ARGS` in-process against the stand-in zfs of
+    tests/cutover/ in the given state; `zfs diff` answers with diff_lines (None: fails)."""
+    bindir = tmp_path / "bin"
+    calls = iter(range(1000))
+
+    def run(state: dict[str, Any], *args: str, diff_lines: str | None = None) -> tuple[int, Any]:
+        path = tmp_path / f"state{next(calls)}.json"
+        path.write_text(json.dumps(state))
+        monkeypatch.setenv("ZV_STANDIN_STATE", str(path))
+        diff = f"[ \"$1\" = diff ] && printf '{diff_lines}' && exit 0\n" if diff_lines else ""
+        shutil.rmtree(bindir, ignore_errors=True)
+        fakezfs.install(
+            monkeypatch, tmp_path, f'{diff}exec {sys.executable} {CUTOVER_STANDIN} "$@"\n'
+        )
+        (bindir / "zpool").write_text("#!/bin/sh\n")
+        (bindir / "zpool").chmod(0o755)
+        return cli("cutover", "--json", *args)
+
+    return run
+
+
+@exercises("cutover.schema.json")
+def test_cutover_documents(cutover: Run) -> None:
+    code, doc = cutover(CUTOVER_STATE, "-r", "--explain", "p", "q", diff_lines=r"M\t/p/a/f\n")
+    assert code == 1
+    validate_document("cutover.schema.json", doc)
+    kinds = {f["kind"] for f in doc["findings"]}
+    assert {"property-drift", "encryption", "guid-mismatch", "source-written"} <= kinds
+    assert any("changes" in f for f in doc["findings"])
+    assert None in {d["dst"] for d in doc["datasets"]}  # p/gone has no replica
+
+    later = copy.deepcopy(CUTOVER_STATE)
+    later["snapshot_later"] = {"p": [["s1", 11, 10, 0], ["s2", 12, 11, 0]]}
+    del later["written"]["q/a@s1"]  # written@ unreadable on one side
+    code, doc = cutover(later, "-r", "--explain", "p", "q")
+    assert code == 2
+    validate_document("cutover.schema.json", doc)
+    assert {"changed-during-check", "unreadable"} <= {f["kind"] for f in doc["findings"]}
+
+    ready = {
+        "datasets": {"p/a": FS, "q/a": FS},
+        "snapshots": {"p/a": [["s1", 111, 10, 0]], "q/a": [["s1", 111, 4, 0]]},
+        "written": {"p/a@s1": 0, "q/a@s1": 0},
+    }
+    code, doc = cutover(ready, "p/a", "q/a")
+    assert code == 0
+    validate_document("cutover.schema.json", doc)
+    assert doc["ready"] is True and doc["findings"] == []
+
+
+# -- stream verify|info|token --json ---------------------------------------------------------
+
+
+@pytest.fixture
+def streams(tmp_path: Path) -> list[str]:
+    """Every real fixture stream, one truncated, one with a flipped byte, one missing."""
+    files = [str(STREAMS / e["file"]) for e in INDEX["streams"]]
+    data = (STREAMS / "full_fs_s1.zstream").read_bytes()
+    (tmp_path / "truncated").write_bytes(data[: len(data) // 3])
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 1
+    (tmp_path / "flipped").write_bytes(bytes(flipped))
+    return [*files, str(tmp_path / "truncated"), str(tmp_path / "flipped")]
+
+
+@exercises("stream-verify.schema.json")
+def test_stream_verify_documents(cli: Run, streams: list[str], tmp_path: Path) -> None:
+    intact = [str(STREAMS / "full_fs_s1.zstream"), str(STREAMS / "replicate_R_fs_s2.zstream")]
+    code, doc = cli("stream", "verify", "--json", *intact)
+    assert code == 0 and doc["valid"] is True
+    validate_document("stream-verify.schema.json", doc)
+
+    code, doc = cli("stream", "verify", "--json", *streams, str(tmp_path / "missing"))
+    assert code == 2 and len(doc["files"]) == len(streams) + 1
+    validate_document("stream-verify.schema.json", doc)
+    problems = [p for f in doc["files"] for p in f["problems"]]
+    assert {"truncated", "io"} <= {p["code"] for p in problems}
+    assert any("span" in p for p in problems)
+
+
+@exercises("stream-info.schema.json")
+def test_stream_info_documents(cli: Run, streams: list[str]) -> None:
+    substreams, datasets = [], []
+    for name in streams:
+        code, doc = cli("stream", "info", "--json", name)
+        validate_document("stream-info.schema.json", doc)
+        assert code == (0 if doc["valid"] else 1), name
+        substreams += doc["substreams"]
+        datasets += doc.get("datasets", [])
+    assert datasets  # the -R package's header lists its datasets
+    keys = {k for s in substreams for k in s}
+    assert {"resume", "to_ivset_guid", "from_ivset_guid"} <= keys
+    assert None in {s["stream_bytes"] for s in substreams}  # the truncated one has no END
+
+
+@exercises("stream-token.schema.json")
+def test_stream_token_documents(cli: Run) -> None:
+    tokens = [e["resume_token"] for e in INDEX["streams"] if e.get("resume_token")]
+    assert tokens, "index.json holds no resume token"
+    # and one with the boolean flags and big-endian checksum a real sender can write
+    flags = {"toname": "p/f@s", "toguid": 2**64 - 2, "object": 3, "offset": 0, "embedok": True}
+    for token in [*tokens, resume_token(flags, big=True)]:
+        code, doc = cli("stream", "token", "--json", token)
+        assert code == 0 and doc["valid"] is True
+        validate_document("stream-token.schema.json", doc)
+    assert doc["fields"]["embedok"] is True and doc["checksum_order"] == "big"
+
+    for bad in (tokens[0][:-4], "1-2-3", "9-0-0-00"):
+        code, doc = cli("stream", "token", "--json", bad)
+        assert code == 1 and doc["valid"] is False
+        validate_document("stream-token.schema.json", doc)
+
+
+# -- cold check|send|prune --json ------------------------------------------------------------
+
+FULL_S1 = "zv%2Ffs@s1.zfsfull"
+INC_S1_S2 = "zv%2Ffs@s1-@s2.zfsinc"
+INC_S2_S3 = "zv%2Ffs@s2-@s3.zfsinc"
+PKG_S1_S3 = "zv%2Ffs@s1-@s3.zfsincstream"
+GUIDS = {e["to"]: e["to_guid"] for e in INDEX["streams"] if e["dataset"] == "zv/fs"}
+
+
+def _archive(root: Path, files: dict[str, str]) -> Path:
+    """An archive directory: {name in the archive: fixture stream}."""
+    root.mkdir()
+    for name, fixture in files.items():
+        shutil.copy(STREAMS / fixture, root / name)
+    return root
+
+
+@exercises("cold-check.schema.json")
+def test_cold_check_documents(cli: Run, tmp_path: Path) -> None:
+    intact = _archive(
+        tmp_path / "intact",
+        {
+            FULL_S1: "full_fs_s1.zstream",
+            INC_S1_S2: "incr_fs_s1_s2.zstream",
+            INC_S2_S3: "incr_empty_fs_s2_s3.zstream",
+            PKG_S1_S3: "package_I_fs_s1_s3.zstream",
+            "zv%2Fenc@s1.zfsfull": "raw_w_enc_s1.zstream",
+            "zv%2Fenc@s1-@s2.zfsinc": "raw_w_enc_s1_s2.zstream",
+        },
+    )
+    code, doc = cli("cold", "check", "--json", str(intact))
+    assert code == 0 and doc["valid"] is True
+    validate_document("cold-check.schema.json", doc)
+    assert [d["dataset"] for d in doc["datasets"]] == ["zv/enc", "zv/fs"]
+
+    messy = _archive(
+        tmp_path / "messy",
+        {
+            FULL_S1: "full_fs_s1.zstream",
+            "copy-of-s1": "compressed_c_fs_s1.zstream",  # a duplicate of @s1
+            INC_S1_S2: "truncated_full_fs_s1.zstream",  # truncated, and not what it says
+            INC_S2_S3: "incr_empty_fs_s2_s3.zstream",  # an orphan without @s1 -> @s2
+            "zv%2Ffs@s7-@s9.zfsinc": "raw_w_enc_s1_s2.zstream",  # lies; zv/enc has no full
+            "zv%2Ffs@s3-@s4.zfsinc.partial": "incr_empty_fs_s2_s3.zstream",
+        },
+    )
+    damaged = bytearray((STREAMS / "raw_w_enc_s1.zstream").read_bytes())
+    damaged[len(damaged) // 2] ^= 0x40
+    (messy / "zv%2Fenc@s1.zfsfull").write_bytes(bytes(damaged))
+    os.symlink("/etc/passwd", messy / "outside")
+    (messy / f"{FULL_S1}.json").write_text(json.dumps({"bytes": 12}))
+    (messy / "gone.zfsfull.json").write_text("{}")
+    code, doc = cli("cold", "check", "--json", str(messy))
+    assert code == 1 and doc["valid"] is False
+    validate_document("cold-check.schema.json", doc)
+    problems = [p for f in doc["files"] for p in f["problems"]] + doc["problems"]
+    problems += [p for d in doc["datasets"] for p in d["problems"]]
+    assert {p["kind"] for p in problems} >= {
+        "damaged", "truncated", "orphan", "duplicate", "name-mismatch", "partial",
+        "not-a-stream", "sidecar-mismatch",
+    }  # fmt: skip
+    assert doc["problems"] and any("offset" in p for p in problems)
+
+
+@pytest.fixture
+def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[list[str]], None]:
+    """A stand-in `zfs` for `cold send`: lists the given snapshots of zv/fs, sends the real
+    fixture stream ending at the snapshot asked for; and a stand-in pyzfs for the bookmark
+    or hold (libzfs_core calls are the other half of the ZFS boundary)."""
+    fixtures = {"s1": "full_fs_s1.zstream", "s2": "incr_fs_s1_s2.zstream"}
+    sends = "".join(f"  *@{s}) cat '{STREAMS / f}' ;;\n" for s, f in fixtures.items())
+    fakezfs.install(
+        monkeypatch,
+        tmp_path,
+        f'case "$1" in\nlist) cat "{tmp_path}/snapshots" ;;\nversion) echo zfs-2.1.11 ;;\n'
+        f'send) for last; do :; done\n case "$last" in\n{sends} esac ;;\n'
+        '*) echo "stand-in zfs: unexpected $*" >&2; exit 1 ;;\nesac\n',
+    )
+    lzc = types.ModuleType("libzfs_core")
+    lzc.lzc_exists = lambda name: False  # type: ignore[attr-defined]
+    lzc.lzc_bookmark = lambda bookmarks: None  # type: ignore[attr-defined]
+    lzc.lzc_get_holds = lambda snapshot: {}  # type: ignore[attr-defined]
+    lzc.lzc_hold = lambda holds: []  # type: ignore[attr-defined]
+    lzc.lzc_release = lambda holds: []  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "libzfs_core", lzc)
+
+    def snapshots(names: list[str]) -> None:
+        rows = [f"zv/fs@{n}\t{GUIDS[f'zv/fs@{n}']}\t{10 + i}\n" for i, n in enumerate(names)]
+        (tmp_path / "snapshots").write_text("".join(rows))
+
+    return snapshots
+
+
+@exercises("cold-send.schema.json")
+def test_cold_send_documents(cli: Run, source: Callable[[list[str]], None], tmp_path: Path) -> None:
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    source(["s1"])
+    code, doc = cli("cold", "send", "--json", "zv/fs", str(cold))
+    assert code == 0 and doc["sent"]["bookmark"] == "zv/fs#zverify-s1"
+    validate_document("cold-send.schema.json", doc)
+    assert (cold / doc["sent"]["file"]).stat().st_size == doc["sent"]["bytes"]
+
+    source(["s1", "s2"])
+    code, doc = cli("cold", "send", "--json", "--hold", "zv/fs", str(cold))
+    assert code == 0 and doc["sent"]["hold"] == "zv/fs@s2"
+    validate_document("cold-send.schema.json", doc)
+
+    code, doc = cli("cold", "send", "--json", "zv/fs", str(cold))
+    assert code == 0 and doc["sent"] is None and "already restorable" in doc["reason"]
+    validate_document("cold-send.schema.json", doc)
+
+
+PRUNE_FILES = {
+    "zv%2Ffs@s1.zfsfull": "full_fs_s1.zstream",  # the old chain's full: it goes
+    INC_S1_S2: "incr_fs_s1_s2.zstream",
+    INC_S2_S3: "incr_empty_fs_s2_s3.zstream",
+    "replicated-s2.zstream": "replicate_R_fs_s2.zstream",  # the new chain (and zv/fs/child)
+}
+
+
+@exercises("cold-prune.schema.json")
+def test_cold_prune_documents(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _archive(tmp_path / "cold", PRUNE_FILES)
+    code, doc = cli("cold", "prune", "--json", str(root))
+    assert code == 0 and doc["dry_run"] is True
+    validate_document("cold-prune.schema.json", doc)
+    (fs,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
+    assert fs["remove"] == [FULL_S1] and fs["newest_kept"]["snapshot"] == "s3"
+
+    code, doc = cli("cold", "prune", "--json", "--keep-chains", "2", str(root))
+    assert code == 0 and all(d["newest_kept"] is None for d in doc["datasets"])
+    validate_document("cold-prune.schema.json", doc)
+
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))  # the dataset is not on this host
+    code, doc = cli("cold", "prune", "--json", "--yes", str(root))
+    assert code == 0 and doc["dry_run"] is False
+    validate_document("cold-prune.schema.json", doc)
+    (fs,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
+    assert fs["deleted"] == [FULL_S1] and fs["released"] == [] and "not reachable" in fs["note"]
+
+    data = bytearray((root / "replicated-s2.zstream").read_bytes())
+    data[len(data) // 2] ^= 1
+    (root / "replicated-s2.zstream").write_bytes(bytes(data))
+    code, doc = cli("cold", "prune", "--json", "--yes", str(root))
+    assert code == 1 and doc["refused"] and doc["dry_run"] is False
+    validate_document("cold-prune.schema.json", doc)
+
+
+@exercises("cold-prune.schema.json")
+def test_cold_prune_document_listing_lost_snapshots() -> None:
+    """The fixtures hold no chain whose snapshots a newer chain lacks: this one decision is
+    planned from a synthetic archive (as tests/cold/test_prune_plan.py does) and rendered by
+    the real renderer, so that "lost" holds something."""
+
+    def step(frm: int | None, to: int) -> Step:
+        start = 0 if frm is None else 1000 + frm
+        return Step("pool/set", start, 1000 + to, str(to), creation_time=100 + to)
+
+    old = [ArchivedFile("pool/set@1.zfsfull", 100, (step(None, 1),))]
+    old.append(ArchivedFile("pool/set@1-@2.zfsinc", 10, (step(1, 2),)))
+    new = [ArchivedFile("pool/set@3.zfsfull", 100, (step(None, 3),))]
+    archived = [*old, *new]
+    report = ArchiveReport(
+        "/cold",
+        [FileReport(f.name, "full", f.size, archived=f) for f in archived],
+        plan(archived),
+        {"pool/set": chains("pool/set", archived)},
+        [],
+    )
+    decisions = plan_prune(report, keep_chains=1)
+    doc = json.loads(cold_report.prune_json(decisions, {}, False, blocked(report)))
+    validate_document("cold-prune.schema.json", doc)
+    assert [lost["snapshot"] for lost in doc["datasets"][0]["lost"]] == ["1", "2"]
