@@ -13,14 +13,15 @@ pip=("$work/venv/bin/pip" -q --disable-pip-version-check)
 "$work/venv/bin/python" -m build --sdist --outdir "$work/dist" . >/dev/null
 sdist=$(ls "$work"/dist/zverify-*.tar.gz)
 tar -tzf "$sdist" > "$work/contents"  # (grep -q on a pipe would SIGPIPE tar under pipefail)
-for needed in native/include/zvcore.h native/src/zv_traverse.h LICENSE docs/schema/compare.schema.json; do
+for needed in native/include/zvcore.h native/src/zv_traverse.h LICENSE docs/zverify.1 docs/schema/compare.schema.json; do
     grep -q "/$needed\$" "$work/contents" || { echo "package: $needed missing from the sdist" >&2; exit 1; }
 done
 "${pip[@]}" wheel --no-deps --wheel-dir "$work/dist" "$sdist"
 wheel=$(ls "$work"/dist/zverify-*.whl)
 "${pip[@]}" install "$wheel[test]"
 mkdir "$work/run"
-cp -r tests docs "$work/run/"  # docs: the JSON Schemas the tests check
+cp -r tests docs "$work/run/"  # docs: the JSON Schemas and the man page the tests check
+mkdir "$work/run/scripts" && cp scripts/manpage.py "$work/run/scripts/"
 cp pyproject.toml "$work/run/"  # pytest's configuration (markers), not the package
 echo "package: $(basename "$sdist") -> $(basename "$wheel"), installed: $("$work/venv/bin/zverify" --version | head -1)"
 cd "$work/run"

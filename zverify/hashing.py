@@ -11,6 +11,8 @@ by other tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
 import enum
 from typing import Protocol
 
+from zverify.suggest import did_you_mean
+
 
 class Algorithm(enum.StrEnum):
     XXH3_128 = "xxh3-128"
@@ -65,5 +67,6 @@ def parse_algorithm(name: str) -> Algorithm:
         return ALIASES[key]
     if key not in CHOICES:
         choices = ", ".join(a.value for a in CHOICES)
-        raise ValueError(f"unknown hash algorithm {name!r} (choose from {choices})")
+        hint = did_you_mean(key, [*ALIASES, *(a.value for a in CHOICES)])
+        raise ValueError(f"unknown hash algorithm {name!r}{hint} (choose from {choices})")
     return Algorithm(key)

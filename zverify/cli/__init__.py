@@ -59,7 +59,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
 )
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from zverify import exitcodes
+from zverify.cli.epilogs import epilog
 from zverify.errors import ArchiveError
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ app = typer.Typer(
 )
 
 
-@app.command("check")
+@app.command("check", epilog=epilog("cold check"))
 def check(
     directory: Annotated[str, typer.Argument(help="The archive directory.")],
     dataset: Annotated[
@@ -45,7 +46,7 @@ def check(
     return report.exit_code
 
 
-@app.command("send")
+@app.command("send", epilog=epilog("cold send"))
 def send(
     dataset: Annotated[str, typer.Argument(help="The dataset to archive (pool/set).")],
     directory: Annotated[str, typer.Argument(help="The archive directory.")],
@@ -111,7 +112,7 @@ def _say(as_json: bool, doc: Mapping[str, object], text: str) -> None:
     sys.stdout.write(json.dumps(doc, indent=2) + "\n" if as_json else text + "\n")
 
 
-@app.command("restore")
+@app.command("restore", epilog=epilog("cold restore"))
 def restore(
     directory: Annotated[str, typer.Argument(help="The archive directory.")],
     target: Annotated[str, typer.Argument(help="The dataset to create (must not exist).")],
@@ -156,7 +157,7 @@ def _plan_text(plan: "RestorePlan") -> str:
     return "\n".join([head, *(f"  {name}" for name in plan.files)]) + "\n"
 
 
-@app.command("prune")
+@app.command("prune", epilog=epilog("cold prune"))
 def prune(
     directory: Annotated[str, typer.Argument(help="The archive directory.")],
     dataset: Annotated[

@@ -65,8 +65,10 @@ def build_command(name: str, lazy: LazyCommand) -> Any:
     """Import the command's module and let typer turn it into a click command."""
     target = getattr(importlib.import_module(lazy.module), lazy.attribute)
     if not isinstance(target, typer.Typer):
+        from zverify.cli.epilogs import epilog
+
         single = typer.Typer(add_completion=False, rich_markup_mode=None)
-        single.command(name=name)(target)
+        single.command(name=name, epilog=epilog(name))(target)
         target = single
     command = typer.main.get_command(target)
     command.name = name

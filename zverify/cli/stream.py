@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from zverify import exitcodes
+from zverify.cli.epilogs import epilog
 from zverify.errors import UsageError
 
 if TYPE_CHECKING:  # the library is imported inside each command: only what it runs is loaded
@@ -58,7 +59,7 @@ def _scan(name: str, quiet: bool) -> StreamReport:
     return report
 
 
-@app.command("verify")
+@app.command("verify", epilog=epilog("stream verify"))
 def verify(
     files: Annotated[list[str], typer.Argument(help="Stream files; `-` reads stdin.")],
     as_json: JsonOpt = False,
@@ -75,7 +76,7 @@ def verify(
     return exitcodes.worst(r.exit_code for r in reports)
 
 
-@app.command("info")
+@app.command("info", epilog=epilog("stream info"))
 def info(
     file: Annotated[str, typer.Argument(help="A stream file; `-` reads stdin.")],
     as_json: JsonOpt = False,
@@ -90,7 +91,7 @@ def info(
     return report.exit_code
 
 
-@app.command("token")
+@app.command("token", epilog=epilog("stream token"))
 def token(
     value: Annotated[str, typer.Argument(help="A receive_resume_token value.")],
     as_json: JsonOpt = False,

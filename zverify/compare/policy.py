@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from zverify.errors import UsageError
+from zverify.suggest import did_you_mean
 
 
 class DiffKind(enum.StrEnum):
@@ -29,6 +30,23 @@ class DiffKind(enum.StrEnum):
     ERROR = "error"  # could not be read: never identical
     CHANGED = "changed"  # changed while being read
 
+
+# One-character codes, in the spirit of rsync --itemize-changes.
+CODES = {
+    DiffKind.MISSING: "-",
+    DiffKind.EXTRA: "+",
+    DiffKind.TYPE: "T",
+    DiffKind.CONTENT: "C",
+    DiffKind.SYMLINK: "L",
+    DiffKind.HARDLINK: "H",
+    DiffKind.MODE: "p",
+    DiffKind.OWNER: "o",
+    DiffKind.MTIME: "t",
+    DiffKind.XATTR: "x",
+    DiffKind.SPECIAL: "D",
+    DiffKind.ERROR: "!",
+    DiffKind.CHANGED: "~",
+}
 
 ALWAYS = frozenset(
     {
@@ -72,7 +90,10 @@ class ComparePolicy:
     ) -> "ComparePolicy":
         """Validate user input into a policy; raises UsageError naming the bad part."""
         if profile not in PROFILES:
-            raise UsageError(f"unknown profile {profile!r} (choose from {', '.join(PROFILES)})")
+            raise UsageError(
+                f"unknown profile {profile!r}{did_you_mean(profile, PROFILES)} "
+                f"(choose from {', '.join(PROFILES)})"
+            )
         if not (math.isfinite(mtime_window) and 0 <= mtime_window <= MAX_MTIME_WINDOW):
             raise UsageError(
                 f"--mtime-window must be a number of seconds from 0 to {MAX_MTIME_WINDOW:,}"
@@ -101,9 +122,11 @@ def _parse_ignore(ignore: str | None) -> set[DiffKind]:
         try:
             kind = DiffKind(name)
         except ValueError:
-            valid = ", ".join(k.value for k in DiffKind if k not in NEVER_IGNORED)
+            valid_names = [k.value for k in DiffKind if k not in NEVER_IGNORED]
+            valid = ", ".join(valid_names)
             raise UsageError(
-                f"--ignore: unknown attribute {name!r} (choose from {valid})"
+                f"--ignore: unknown attribute {name!r}{did_you_mean(name, valid_names)} "
+                f"(choose from {valid})"
             ) from None
         if kind in NEVER_IGNORED:
             raise UsageError(f"--ignore: {name!r} cannot be ignored: it means 'not verified'")

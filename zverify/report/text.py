@@ -5,28 +5,11 @@ import os
 from collections.abc import Callable
 
 from zverify.compare.diffs import Difference
-from zverify.compare.policy import PROFILES, DiffKind
+from zverify.compare.policy import CODES, PROFILES
 from zverify.compare.result import CompareResult
 from zverify.compare.sizes import COMPONENTS, SideTally
 from zverify.fsinfo import FsInfo
 from zverify.pathnames import for_terminal
-
-# One-character codes, in the spirit of rsync --itemize-changes.
-CODES = {
-    DiffKind.MISSING: "-",
-    DiffKind.EXTRA: "+",
-    DiffKind.TYPE: "T",
-    DiffKind.CONTENT: "C",
-    DiffKind.SYMLINK: "L",
-    DiffKind.HARDLINK: "H",
-    DiffKind.MODE: "p",
-    DiffKind.OWNER: "o",
-    DiffKind.MTIME: "t",
-    DiffKind.XATTR: "x",
-    DiffKind.SPECIAL: "D",
-    DiffKind.ERROR: "!",
-    DiffKind.CHANGED: "~",
-}
 
 
 def difference_line(d: Difference) -> str:

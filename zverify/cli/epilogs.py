@@ -1,0 +1,128 @@
+"""What each command's --help ends with: its exit codes and two examples (compare also its
+profiles and one-letter codes), generated from the definitions so the help cannot drift.
+
+Lines after a "\\b" line are printed as they are (click rewraps everything else).
+"""
+
+from collections.abc import Callable
+
+from zverify import exitcodes
+from zverify.compare.policy import CODES, PROFILES
+
+VERIFY_EXITS = (
+    f"{exitcodes.IDENTICAL} {{ok}}, {exitcodes.DIFFERENT} {{bad}}, "
+    f"{exitcodes.TROUBLE} could not verify everything (unreadable, damaged, usage error), "
+    f"{exitcodes.INTERRUPTED} interrupted."
+)
+
+
+def _exits(ok: str, bad: str) -> str:
+    return "Exit codes: " + VERIFY_EXITS.format(ok=ok, bad=bad)
+
+
+def _block(title: str, lines: list[str]) -> str:
+    return "\b\n" + title + "\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _profiles() -> list[str]:
+    """Each profile as what it adds to the one before it, as the policy defines them."""
+    rows, before = [], None
+    for name, kinds in PROFILES.items():
+        added = ", ".join(sorted(k.value for k in kinds - (PROFILES[before] if before else set())))
+        rows.append(f"{name:<9} {before + ' + ' if before else ''}{added}")
+        before = name
+    rows[-1] += " (default)"
+    return rows
+
+
+def _codes() -> list[str]:
+    pairs = [f"{code} {kind.value}" for kind, code in CODES.items()]
+    return [", ".join(pairs[:7]), ", ".join(pairs[7:])]
+
+
+def compare() -> str:
+    return "\n\n".join(
+        [
+            _block("Profiles (--profile): what counts as a difference", _profiles()),
+            _block("Codes at the start of each difference line", _codes()),
+            _exits("identical", "different (and everything was verified)"),
+            _block(
+                "Examples",
+                [
+                    "zverify compare --exclude /.zfs /tank/data /mnt/newpool/data",
+                    "zverify compare --profile rsync-a --jsonl SRC DST > report.jsonl",
+                ],
+            ),
+        ]
+    )
+
+
+def _simple(exits: str, *examples: str) -> Callable[[], str]:
+    return lambda: "\n\n".join([f"Exit codes: {exits}", _block("Examples", list(examples))])
+
+
+_OK, _BAD, _TROUBLE, _INT = (
+    exitcodes.IDENTICAL,
+    exitcodes.DIFFERENT,
+    exitcodes.TROUBLE,
+    exitcodes.INTERRUPTED,
+)
+EPILOGS: dict[str, Callable[[], str]] = {
+    "compare": compare,
+    "manifest": _simple(
+        f"{_OK} recorded, {_TROUBLE} something could not be read (the manifest is still "
+        "written, with the errors in it) or usage error.",
+        "zverify manifest /tank/data -o data.zvm.zst",
+        "zverify compare data.zvm.zst /mnt/newpool/data",
+    ),
+    "cutover": _simple(
+        f"{_OK} READY, {_BAD} NOT READY (every reason listed), {_TROUBLE} could not check, "
+        f"{_INT} interrupted.",
+        "zverify cutover -r tank/data newpool/data",
+        "zverify cutover -r --content --json tank/data newpool/data",
+    ),
+    "stream verify": _simple(
+        f"{_OK} every stream intact, {_BAD} any damaged (offset named), {_TROUBLE} any "
+        "unreadable or usage error.",
+        "zverify stream verify /cold/tank-data@2026-11-01.zfs",
+        "zfs send -w tank/data@today | zverify stream verify -",
+    ),
+    "stream info": _simple(
+        f"{_OK} intact, {_BAD} damaged, {_TROUBLE} unreadable or usage error.",
+        "zverify stream info /cold/tank-data@2026-11-01.zfs",
+        "zverify stream info --json backup.zfs",
+    ),
+    "stream token": _simple(
+        f"{_OK} decoded, {_BAD} damaged or malformed.",
+        "zverify stream token 1-e604ea4bf-e0-789c63a2...",
+        'zverify stream token --json "$(zfs get -Hpo value receive_resume_token pool/set)"',
+    ),
+    "cold send": _simple(
+        f"{_OK} archived (or nothing new to send), {_TROUBLE} not archived, or usage error.",
+        "zverify cold send tank/data /cold --full",
+        "zverify cold send --raw tank/data /cold",
+    ),
+    "cold check": _simple(
+        f"{_OK} every file intact and every incremental reachable from a full, {_BAD} anything "
+        f"else (each problem named), {_TROUBLE} a file could not be read.",
+        "zverify cold check /cold",
+        "zverify cold check --dataset tank/data --json /cold",
+    ),
+    "cold restore": _simple(
+        f"{_OK} restored and proven by GUID, {_BAD} the archive cannot restore it (why), "
+        f"{_TROUBLE} error.",
+        "zverify cold restore --dry-run /cold newpool/data",
+        "zverify cold restore --snapshot 2026-11-01 /cold newpool/data-restored",
+    ),
+    "cold prune": _simple(
+        f"{_OK} pruned, nothing to prune, or a dry run, {_BAD} refused (why; nothing deleted), "
+        f"{_TROUBLE} error.",
+        "zverify cold prune /cold --keep-chains 2",
+        "zverify cold prune /cold --keep-chains 2 --yes",
+    ),
+}
+
+
+def epilog(command: str) -> str | None:
+    make = EPILOGS.get(command)
+    return make() if make else None
