@@ -72,4 +72,14 @@ def build_command(name: str, lazy: LazyCommand) -> Any:
         target = single
     command = typer.main.get_command(target)
     command.name = name
+    _upper_case_arguments(command)
     return command
+
+
+def _upper_case_arguments(command: Any) -> None:
+    """Usage lines name arguments as their help does (SRC DST), not as typer's {src} {dst}."""
+    for sub in getattr(command, "commands", {}).values():
+        _upper_case_arguments(sub)
+    for param in command.params:
+        if param.param_type_name == "argument" and param.metavar is None:
+            param.metavar = param.name.upper()
