@@ -78,7 +78,7 @@ def render() -> str:
     head = [
         f'.TH ZVERIFY 1 "" "zverify {__version__}" "User Commands"',
         ".SH NAME",
-        "zverify \\- " + _roff((root.help or "").strip().split("\n")[0]),
+        "zverify \\- " + _roff((root.help or "").strip().split(".  ")[0].rstrip(".") + "."),
         ".SH SYNOPSIS",
         ".B zverify",
         "COMMAND [OPTIONS] [ARGS]...",

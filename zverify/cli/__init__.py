@@ -52,16 +52,30 @@ class Commands(LazyGroup):
     }
 
 
-app = typer.Typer(
-    cls=Commands,
-    name="zverify",
-    help="Prove a copy is complete and exact, and explain what differs.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    pretty_exceptions_show_locals=False,
-    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
-    rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
-)
+COMPLETION_FLAGS = ("--install-completion", "--show-completion")
+
+
+def _make_app(completion: bool) -> typer.Typer:
+    """The root app; with completion, typer's --install-completion and --show-completion
+    (bash, zsh, fish), whose import costs every run ~3 ms: only built when asked for."""
+    made = typer.Typer(
+        cls=Commands,
+        name="zverify",
+        help="Prove a copy is complete and exact, and explain what differs.  Shell "
+        "completion: zverify --install-completion (or --show-completion).",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        pretty_exceptions_show_locals=False,
+        add_completion=completion,
+        rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
+    )
+    made.callback()(_root)
+    return made
+
+
+def _completion_asked(argv: list[str] | None) -> bool:
+    args = sys.argv[1:] if argv is None else argv
+    return "_ZVERIFY_COMPLETE" in os.environ or any(a in COMPLETION_FLAGS for a in args)
 
 
 def _show_version(value: bool) -> None:
@@ -72,7 +86,6 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(exitcodes.IDENTICAL)
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False,
@@ -83,6 +96,9 @@ def _root(
     ),
 ) -> None:
     """zverify: copy verification for people who move data for a living."""
+
+
+app = _make_app(completion=False)
 
 
 def _exception_classes(name: str) -> tuple[type[BaseException], ...]:
@@ -117,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises (but SystemExit)."""
     try:
-        code = app(args=argv, prog_name="zverify", standalone_mode=False)
+        chosen = _make_app(completion=True) if _completion_asked(argv) else app
+        code = chosen(args=argv, prog_name="zverify", standalone_mode=False)
     except ZverifyError as err:
         return _fail(str(err), err.exit_code)
     except SystemExit as err:
