@@ -233,6 +233,20 @@ _READ_FLOOR = (
     f'( cd "$SRC" && {_CAT_ALL} ) & a=$!; ( cd "$DST" && {_CAT_ALL} ) & b=$!; wait $a && wait $b'
 )
 
+# Patterns of the kind a migration leaves out, none of which occurs in the corpora.
+_NO_MATCH = [
+    "lost+found/",
+    "/.zfs",
+    "/.snapshot",
+    "*.zverify-tmp",
+    ".cache/",
+    "**/node_modules/",
+    "*~",
+    ".#*",
+    "/tmp/",
+    "core.[0-9]*",
+]
+
 TOOLS = [
     Tool("zverify", f'{ZV} "$SRC" "$DST"', lambda rc, _: rc == 0, "xxh3-128, profile full"),
     Tool(
@@ -242,6 +256,30 @@ TOOLS = [
         "reads every file of both trees, cores-many cats per tree, no hashing: the limit",
     ),
     Tool("zverify blake3", f'{ZV} --hash blake3 "$SRC" "$DST"', lambda rc, _: rc == 0),
+    Tool(
+        "zverify + 10 excludes",
+        ZV + " " + " ".join(f"--exclude '{p}'" for p in _NO_MATCH) + ' "$SRC" "$DST"',
+        lambda rc, _: rc == 0,
+        "the cost of filtering: ten rsync patterns matched against every path (none match)",
+    ),
+    Tool(
+        "zverify --quick",
+        f'{ZV} --quick "$SRC" "$DST"',
+        lambda rc, _: rc == 0,
+        "no file data read: size, mtime and metadata (rsync's default check)",
+    ),
+    Tool(
+        "rsync -an",
+        'rsync -an -i --delete "$SRC/" "$DST/"',
+        _rsync_identical,
+        "rsync's quick check (size + mtime) with -a's metadata; no data read",
+    ),
+    Tool(
+        "rclone check --size-only",
+        'rclone check --size-only --skip-links "$SRC" "$DST"',
+        lambda rc, out: rc == 0 and " 0 differences found" in out,
+        "sizes only; skips symlinks",
+    ),
     Tool(
         "rsync -rcn",
         'rsync -rcn -i --delete "$SRC/" "$DST/"',
