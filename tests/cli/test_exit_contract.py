@@ -165,6 +165,9 @@ def test_ctrl_c_exits_130_and_says_so(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd="/",
+        # as at a terminal: a harness started in the background (`cmd &` without job
+        # control) passes SIGINT on ignored, and Python then never sees Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(1.5)  # past start-up, inside the walk
     proc.send_signal(signal.SIGINT)
