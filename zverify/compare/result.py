@@ -3,7 +3,6 @@
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.compare.diffs import Difference
 from zverify.compare.engine import EngineResult
 from zverify.compare.policy import ComparePolicy, DiffKind
 from zverify.filters import Filter
@@ -46,11 +45,6 @@ class CompareResult(EngineResult):
     def unverified_count(self) -> int:
         """Entries that could not be read, or changed while being read: not verified."""
         return sum(self.counts[k.value] for k in UNVERIFIED_KINDS)
-
-    @property
-    def unverified(self) -> list[Difference]:
-        """The unverified among the collected differences (empty when they were streamed)."""
-        return [d for d in self.differences if d.kind in UNVERIFIED_KINDS]
 
     @property
     def exit_code(self) -> int:
