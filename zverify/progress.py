@@ -77,22 +77,17 @@ def compare_progress(
 
     by_bytes = reads_content
     total = None if estimate is None else estimate.bytes if by_bytes else estimate.entries
-    unit = "B" if by_bytes else " entries"
-    done = "{n_fmt}B" if by_bytes else "{n_fmt}"  # the SRC entries are on the line anyway
+    b = "B" if by_bytes else ""  # entries go bare: "SRC ... entries" is on the line anyway
     # {desc} carries the per-side counts: tqdm's {postfix} would start with ", "
-    fmt = (
-        "comparing {percentage:3.0f}% "
-        + done
-        + "/{total_fmt}"
-        + unit.strip()[:1] * by_bytes
-        + "  {rate_fmt}  ETA {remaining}  {desc}"
-        if total
-        else "comparing " + done + (" read" if by_bytes else " entries") + "  {rate_fmt}  "
-        "{elapsed} elapsed  {desc}"
-    )
+    if total:
+        fmt = f"comparing {{percentage:3.0f}}% {{n_fmt}}{b}/{{total_fmt}}{b}  {{rate_fmt}}  "
+        fmt += "ETA {remaining}  {desc}"
+    else:
+        fmt = f"comparing {{n_fmt}}{b} {'read' if by_bytes else 'entries'}  {{rate_fmt}}  "
+        fmt += "{elapsed} elapsed  {desc}"
     bar = tqdm(
         total=total or None,
-        unit=unit,
+        unit="B" if by_bytes else " entries",
         unit_scale=True,
         unit_divisor=1000,  # MB/s as disks and rsync --info=progress2 count them
         bar_format=fmt,
@@ -103,12 +98,12 @@ def compare_progress(
     entries_total = estimate.entries if estimate is not None else None
 
     def hook(src: Counters, dst: Counters) -> None:
-        done = src[1] if by_bytes else src[0]
-        if bar.total is not None and done > bar.total:
-            bar.total = done  # the estimate was low (compression, other mounts below)
+        counted = src[1] if by_bytes else src[0]
+        if bar.total is not None and counted > bar.total:
+            bar.total = counted  # the estimate was low (compression, other mounts below)
         of = f"/{_scaled(entries_total)}" if entries_total and src[0] <= entries_total else ""
         bar.set_description_str(f"SRC {src[0]:,}{of} entries, DST {dst[0]:,}", refresh=False)
-        bar.update(done - bar.n)
+        bar.update(counted - bar.n)
 
     try:
         yield hook
