@@ -9,15 +9,12 @@ from collections.abc import Callable
 from zverify import exitcodes
 from zverify.compare.policy import CODES, PROFILES
 
-VERIFY_EXITS = (
-    f"{exitcodes.IDENTICAL} {{ok}}, {exitcodes.DIFFERENT} {{bad}}, "
-    f"{exitcodes.TROUBLE} could not verify everything (unreadable, damaged, usage error), "
-    f"{exitcodes.INTERRUPTED} interrupted."
+_OK, _BAD, _TROUBLE, _INT = (
+    exitcodes.IDENTICAL,
+    exitcodes.DIFFERENT,
+    exitcodes.TROUBLE,
+    exitcodes.INTERRUPTED,
 )
-
-
-def _exits(ok: str, bad: str) -> str:
-    return "Exit codes: " + VERIFY_EXITS.format(ok=ok, bad=bad)
 
 
 def _block(title: str, lines: list[str]) -> str:
@@ -45,7 +42,9 @@ def compare() -> str:
         [
             _block("Profiles (--profile): what counts as a difference", _profiles()),
             _block("Codes at the start of each difference line", _codes()),
-            _exits("identical", "different (and everything was verified)"),
+            f"Exit codes: {_OK} identical, {_BAD} different (and everything was verified), "
+            f"{_TROUBLE} could not verify everything (unreadable, damaged, usage error), "
+            f"{_INT} interrupted.",
             _block(
                 "Examples",
                 [
@@ -61,12 +60,6 @@ def _simple(exits: str, *examples: str) -> Callable[[], str]:
     return lambda: "\n\n".join([f"Exit codes: {exits}", _block("Examples", list(examples))])
 
 
-_OK, _BAD, _TROUBLE, _INT = (
-    exitcodes.IDENTICAL,
-    exitcodes.DIFFERENT,
-    exitcodes.TROUBLE,
-    exitcodes.INTERRUPTED,
-)
 EPILOGS: dict[str, Callable[[], str]] = {
     "compare": compare,
     "manifest": _simple(
