@@ -106,6 +106,8 @@ def compare(
     if one_way:
         ignore = f"{ignore},extra" if ignore else "extra"
     policy = ComparePolicy.build(profile, ignore, mtime_window, quick)
+    if as_json and as_jsonl:
+        raise UsageError("--json and --jsonl: choose one")
     if from0 and not (files_from or write_lists):
         raise UsageError("--from0 applies to --files-from and --write-lists: neither was given")
     chosen = selected(exclude, include, exclude_from, files_from, from0 and bool(files_from))
@@ -139,12 +141,9 @@ def compare(
 def _rendering(
     as_json: bool, as_jsonl: bool, quiet: bool, src: str, dst: str, write: "Write"
 ) -> "Rendering":
-    from zverify.errors import UsageError
     from zverify.report.json import JsonLinesStream, JsonStream
     from zverify.report.text import TextStream
 
-    if as_json and as_jsonl:
-        raise UsageError("--json and --jsonl: choose one")
     if as_json:
         return JsonStream(write)
     if as_jsonl:
