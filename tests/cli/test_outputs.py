@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.cli.console import console_script, needs_installed_command, zverify
-from tests.manifest.helpers import write_manifest
+from tests.manifest.helpers import edited_manifest, write_manifest
 from tests.treebuilder import sparse, write
 
 pytestmark = needs_installed_command
@@ -160,16 +160,7 @@ def test_a_run_failing_part_way_ends_its_document_without_a_verdict(
 ) -> None:
     """The manifest's trailer proves it was edited only after differences were reported:
     the document is ended, marked incomplete, and holds no verdict a script could take."""
-    src = tmp_path / "src"
-    for i in range(20):
-        write(src / f"f{i:02d}", b"%d" % i)
-    manifest = write_manifest(src, tmp_path / "m.zvm")
-    lines = manifest.read_bytes().splitlines(keepends=True)
-    entry = json.loads(lines[3])
-    entry["size"] += 1  # still valid JSON: only the trailer's digest tells
-    lines[3] = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
-    manifest.write_bytes(b"".join(lines))
-
+    src, manifest = edited_manifest(tmp_path)
     done = _run(form, str(manifest), str(src))
     assert done.returncode == 2
     if form == "--json":

@@ -28,7 +28,7 @@ from referencing import Registry, Resource
 
 from tests.cli.console import needs_installed_command, zverify
 from tests.cold import fakezfs
-from tests.manifest.helpers import write_manifest
+from tests.manifest.helpers import edited_manifest
 from tests.stream.streamgen import resume_token
 from tests.treebuilder import write
 from zverify.cli import run as run_cli
@@ -228,16 +228,7 @@ def test_compare_documents_of_an_identical_selection(
 @exercises("compare.schema.json", "compare-lines.schema.json")
 def test_compare_documents_of_a_run_failing_part_way(tmp_path: Path) -> None:
     """An edited manifest: differences are reported before its trailer proves the edit."""
-    src = tmp_path / "src"
-    for i in range(20):
-        write(src / f"f{i:02d}", b"%d" % i)
-    manifest = write_manifest(src, tmp_path / "m.zvm")
-    lines = manifest.read_bytes().splitlines(keepends=True)
-    entry = json.loads(lines[3])
-    entry["size"] += 1
-    lines[3] = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
-    manifest.write_bytes(b"".join(lines))
-
+    src, manifest = edited_manifest(tmp_path)
     done = _compare("--json", str(manifest), str(src))
     assert done.returncode == 2
     doc = json.loads(done.stdout)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.console import console_script
+from tests.treebuilder import write
 
 # Keys of a compare document that name the inputs rather than the verdict.
 INPUT_KEYS = ("src", "dst", "src_escaped", "dst_escaped", "notes", "unverifiable")
@@ -20,6 +21,21 @@ def write_manifest(tree: Path, out: Path, *extra: str) -> Path:
     done = run("manifest", "-q", str(tree), "-o", str(out), *extra)
     assert done.returncode == 0, done.stderr.decode()
     return out
+
+
+def edited_manifest(base: Path) -> tuple[Path, Path]:
+    """(tree, manifest of it with one size edited): every line stays valid JSON, so a
+    comparison reports the edit as a difference before the trailer's digest proves it."""
+    tree = base / "src"
+    for i in range(20):
+        write(tree / f"f{i:02d}", b"%d" % i)
+    manifest = write_manifest(tree, base / "m.zvm")
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    entry = json.loads(lines[3])
+    entry["size"] += 1
+    lines[3] = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+    manifest.write_bytes(b"".join(lines))
+    return tree, manifest
 
 
 def compare(src: Path | str, dst: Path | str, *extra: str) -> tuple[int, dict[str, Any]]:
