@@ -10,7 +10,9 @@ from collections.abc import Iterable
 IDENTICAL = 0  # verified identical (or intact) under the chosen checks
 DIFFERENT = 1  # differences found, and everything could be verified
 TROUBLE = 2  # not verified: usage error, unreadable input, any error, changed while read
-INTERRUPTED = 130  # Ctrl-C
+INTERRUPTED = 130  # Ctrl-C (SIGINT)
+TERMINATED = 143  # SIGTERM (kill, systemd stop, a CI timeout): 128 + 15, as if killed
+BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as if killed
 
 # Worst first: combining results keeps the worst of them.
 _SEVERITY = (INTERRUPTED, TROUBLE, DIFFERENT, IDENTICAL)

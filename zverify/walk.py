@@ -10,6 +10,7 @@ release the GIL, so the threads run in parallel).
 
 import errno
 import os
+import resource
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,6 +45,47 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 64))
 
 
+# Descriptors.  A walk holds files open ahead of its hashing workers (up to 64 per thread
+# keep a cold disk busy) and the directories on its way down (64 levels; deeper ones are
+# reopened on the way back).  At most two walks run at once (SRC and DST), and Python keeps
+# a few files of its own (reports, lists, manifests, a stream): each walk gets half of what
+# RLIMIT_NOFILE leaves, so that `ulimit -n 256` works with any --threads.
+FILES_PER_THREAD = 64
+DIR_LEVELS = 64
+CONCURRENT_WALKS = 2
+FD_RESERVE = 32
+
+
+def fd_budget(threads: int) -> tuple[int, int]:
+    """(files, directories) one walk may hold open, after raising the soft RLIMIT_NOFILE
+    as far as the hard limit lets it (and no further than the walks can use)."""
+    files_wanted = FILES_PER_THREAD * threads
+    in_use = _open_descriptors()
+    wanted = in_use + FD_RESERVE + CONCURRENT_WALKS * (files_wanted + DIR_LEVELS)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if raised > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (ValueError, OSError):
+                pass  # keep the soft limit, and share it out
+    if soft == resource.RLIM_INFINITY:
+        return files_wanted, DIR_LEVELS
+    share = (soft - in_use - FD_RESERVE) // CONCURRENT_WALKS
+    dirs = max(1, min(DIR_LEVELS, share // 4))
+    files = max(1, min(files_wanted, share - dirs))
+    return files, dirs
+
+
+def _open_descriptors() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 64  # no /proc: a guess on the safe side (the core waits out EMFILE anyway)
+
+
 @dataclass(frozen=True)
 class WalkOptions:
     algorithm: Algorithm = Algorithm.XXH3_128
@@ -63,6 +105,7 @@ class TreeWalk:
         self.options = options
         c_algo = C_ALGORITHMS.get(options.algorithm) if options.hash_content else None
         in_c = c_algo is not None
+        max_files, max_dirs = fd_budget(options.threads)
         try:
             self._walker = _zvcore.Walker(
                 self.root,
@@ -72,6 +115,8 @@ class TreeWalk:
                 one_file_system=options.one_file_system,
                 xattrs=options.xattrs,
                 filter=options.filter.compiled(),
+                max_open_files=max_files,
+                max_dir_fds=max_dirs,
             )
         except OSError as err:
             raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None
@@ -159,8 +204,10 @@ class TreeWalk:
                 hasher.update(memoryview(buf)[:n])
                 offset += n
                 self._py_bytes += n
-            if offset != entry.size or not _same_inode(os.fstat(fd), entry):
+            if not _same_inode(os.fstat(fd), entry):
                 return None, "modified"
+            if offset != entry.size:  # the stat held still: a pseudo-file's made-up size
+                return None, "size-mismatch"
             return hasher.digest(), None
         finally:
             os.close(fd)

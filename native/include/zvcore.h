@@ -71,7 +71,14 @@ enum zv_change {
     ZV_CHANGE_NONE = 0,
     ZV_CHANGE_REPLACED,  /* the opened inode is not the one listed */
     ZV_CHANGE_MODIFIED,  /* size/mtime/ctime moved while hashing */
+    ZV_CHANGE_SIZE_MISMATCH, /* more or fewer bytes than st_size, with an unchanged stat:
+                                procfs, sysfs, some FUSE; the content cannot be pinned */
 };
+
+typedef struct zv_time {
+    int64_t sec;
+    int64_t nsec; /* 0 .. 999,999,999 */
+} zv_time;
 
 typedef struct zv_record {
     char *path;          /* relative to the root, no leading '/'; "" = root */
@@ -81,7 +88,8 @@ typedef struct zv_record {
     uint64_t nlink, dev, ino, rdev;
     uint64_t size;       /* st_size */
     uint64_t alloc;      /* st_blocks * 512 */
-    int64_t mtime_ns, ctime_ns;
+    zv_time mtime, ctime; /* seconds and nanoseconds apart: int64 nanoseconds would wrap
+                             after 2262, and ext4, btrfs, tmpfs and ZFS store later dates */
     uint64_t data_bytes; /* bytes in data extents (SEEK_DATA), files only; a file
                             whose allocation covers its size counts as all data */
     uint64_t hole_bytes; /* size - data_bytes */
@@ -131,6 +139,11 @@ typedef struct zv_options {
     int one_file_system; /* do not descend into other devices */
     int read_xattrs;
     const zv_filter *filter; /* NULL: keep everything; borrowed, must outlive the walk */
+    /* Descriptor budget of this walk (RLIMIT_NOFILE is the caller's to share out): files
+     * held open ahead of the workers (0: 64 per thread) and directories kept open on the
+     * way down (0: 64 levels; deeper ones are reopened when the walk climbs back). */
+    size_t max_open_files;
+    int max_dir_fds;
 } zv_options;
 
 typedef struct zv_walk zv_walk;

@@ -124,6 +124,8 @@ static PyObject *changed_value(const zv_record *r)
         return PyUnicode_FromString("replaced");
     if (r->changed == ZV_CHANGE_MODIFIED)
         return PyUnicode_FromString("modified");
+    if (r->changed == ZV_CHANGE_SIZE_MISMATCH)
+        return PyUnicode_FromString("size-mismatch");
     Py_RETURN_NONE;
 }
 
@@ -132,6 +134,23 @@ static PyObject *optional_bytes(const char *p, size_t len, int present)
     if (!present)
         Py_RETURN_NONE;
     return PyBytes_FromStringAndSize(p, (Py_ssize_t)len);
+}
+
+/* A time as exact integer nanoseconds: a Python int does not wrap, whatever the year. */
+static PyObject *nanoseconds(zv_time t)
+{
+    const int64_t limit = INT64_MAX / 1000000000 - 1;
+    if (t.sec > -limit && t.sec < limit)
+        return PyLong_FromLongLong(t.sec * 1000000000 + t.nsec);
+    PyObject *sec = PyLong_FromLongLong(t.sec), *giga = PyLong_FromLong(1000000000);
+    PyObject *scaled = sec && giga ? PyNumber_Multiply(sec, giga) : NULL;
+    PyObject *nsec = PyLong_FromLongLong(t.nsec);
+    PyObject *sum = scaled && nsec ? PyNumber_Add(scaled, nsec) : NULL;
+    Py_XDECREF(sec);
+    Py_XDECREF(giga);
+    Py_XDECREF(scaled);
+    Py_XDECREF(nsec);
+    return sum;
 }
 
 static PyObject *record_to_python(const zv_record *r)
@@ -151,8 +170,8 @@ static PyObject *record_to_python(const zv_record *r)
         PyLong_FromUnsignedLongLong(r->rdev),
         PyLong_FromUnsignedLongLong(r->size),
         PyLong_FromUnsignedLongLong(r->alloc),
-        PyLong_FromLongLong(r->mtime_ns),
-        PyLong_FromLongLong(r->ctime_ns),
+        nanoseconds(r->mtime),
+        nanoseconds(r->ctime),
         PyLong_FromUnsignedLongLong(r->data_bytes),
         PyLong_FromUnsignedLongLong(r->hole_bytes),
         optional_bytes(r->link, r->link_len, r->link != NULL),
@@ -202,14 +221,16 @@ static PyObject *raise_status(int rc, int err_no, PyObject *root)
 static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"root", "algo", "threads", "block_size", "one_file_system",
-                             "xattrs", "batch", "filter", NULL};
+                             "xattrs", "batch", "filter", "max_open_files", "max_dir_fds",
+                             NULL};
     PyObject *root, *filter = Py_None;
     zv_options opt = {.algo = ZV_HASH_XXH3_128, .threads = 2, .block_size = 128 << 10,
                       .one_file_system = 0, .read_xattrs = 1};
-    Py_ssize_t batch = 1024, block = (Py_ssize_t)opt.block_size;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppnO", kwlist, PyUnicode_FSConverter,
+    Py_ssize_t batch = 1024, block = (Py_ssize_t)opt.block_size, max_files = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppnOni", kwlist, PyUnicode_FSConverter,
                                      &root, &opt.algo, &opt.threads, &block,
-                                     &opt.one_file_system, &opt.read_xattrs, &batch, &filter))
+                                     &opt.one_file_system, &opt.read_xattrs, &batch, &filter,
+                                     &max_files, &opt.max_dir_fds))
         return -1;
     if (self->walk || zv_py_filter_get(filter, &opt.filter) < 0) {
         if (self->walk)
@@ -217,12 +238,15 @@ static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(root);
         return -1;
     }
-    if (batch < 1 || block < 4096 || opt.threads < 1 || opt.threads > 256) {
+    if (batch < 1 || block < 4096 || opt.threads < 1 || opt.threads > 256 || max_files < 0 ||
+        opt.max_dir_fds < 0) {
         Py_DECREF(root);
-        PyErr_SetString(PyExc_ValueError, "batch >= 1, block_size >= 4096, 1 <= threads <= 256");
+        PyErr_SetString(PyExc_ValueError, "batch >= 1, block_size >= 4096, 1 <= threads <= 256, "
+                                          "max_open_files >= 0, max_dir_fds >= 0");
         return -1;
     }
     opt.block_size = (size_t)block;
+    opt.max_open_files = (size_t)max_files;
     int err_no = 0, rc;
     zv_walk *w = NULL;
     Py_BEGIN_ALLOW_THREADS

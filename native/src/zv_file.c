@@ -36,39 +36,83 @@ static void clear_error(zv_record *r)
     r->err_offset = -1;
 }
 
-static void hash_zeros(zv_hasher *st, uint64_t len)
+static int stopping(const zv_scanner *sc)
 {
-    while (len > 0) {
-        size_t n = len < sizeof zero_block ? (size_t)len : sizeof zero_block;
-        zv_hasher_update(st, zero_block, n);
-        len -= n;
-    }
+    return sc->stop && __atomic_load_n(sc->stop, __ATOMIC_RELAXED);
 }
 
-/* Read [off, end) into the hash; returns 0 or -1 with the error recorded. */
-static int hash_range(int fd, uint64_t off, uint64_t end, zv_record *r, const zv_options *opt,
-                      unsigned char *buf, zv_hasher *st, uint64_t *bytes_counter)
+/* Hash a hole as zeros without reading it; -1 when the walk is stopping (a hole of
+ * terabytes takes minutes to hash). */
+static int hash_zeros(const zv_scanner *sc, uint64_t off, uint64_t len, zv_record *r)
 {
+    while (len > 0) {
+        if (stopping(sc)) {
+            set_error(r, ZV_OP_READ, EINTR, (int64_t)off);
+            return -1;
+        }
+        size_t n = len < sizeof zero_block ? (size_t)len : sizeof zero_block;
+        zv_hasher_update(sc->hasher, zero_block, n);
+        len -= n;
+        off += n;
+    }
+    return 0;
+}
+
+/*
+ * Read [off, end) into the hash; returns 0 or -1 with the error or change recorded.  The
+ * read that reaches the file's size asks for one byte more (*probed then says so): a file
+ * whose content goes on past st_size (procfs, sysfs, some FUSE) must not be judged by its
+ * first st_size bytes.  Costs nothing when the last read was short anyway.
+ */
+static int hash_range(const zv_scanner *sc, int fd, uint64_t off, uint64_t end, zv_record *r,
+                      int *probed)
+{
+    size_t block = sc->opt->block_size;
     while (off < end) {
+        if (stopping(sc)) { /* Ctrl-C must not wait for the rest of a large file */
+            set_error(r, ZV_OP_READ, EINTR, (int64_t)off);
+            return -1;
+        }
         uint64_t want = end - off;
-        size_t n = want < opt->block_size ? (size_t)want : opt->block_size;
-        ssize_t got = pread(fd, buf, n, (off_t)off);
+        size_t n = want < block ? (size_t)want : block;
+        size_t ask = n < block && end == r->size ? n + 1 : n;
+        ssize_t got = pread(fd, sc->buf, ask, (off_t)off);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
             set_error(r, ZV_OP_READ, errno, (int64_t)off);
             return -1;
         }
-        if (got == 0) { /* shrank while reading: the caller's fstat will say so */
-            r->changed = ZV_CHANGE_MODIFIED;
+        if (got == 0) { /* shorter than its size: check_unchanged tells shrunk from pseudo */
+            r->changed = ZV_CHANGE_SIZE_MISMATCH;
             return -1;
         }
-        if (st)
-            zv_hasher_update(st, buf, (size_t)got);
+        if ((size_t)got > n) { /* the probe byte: content beyond st_size */
+            r->changed = ZV_CHANGE_SIZE_MISMATCH;
+            return -1;
+        }
+        if (ask > n)
+            *probed = 1;
+        if (sc->hasher)
+            zv_hasher_update(sc->hasher, sc->buf, (size_t)got);
         off += (uint64_t)got;
-        __atomic_add_fetch(bytes_counter, (uint64_t)got, __ATOMIC_RELAXED);
+        __atomic_add_fetch(sc->bytes_counter, (uint64_t)got, __ATOMIC_RELAXED);
     }
     return 0;
+}
+
+/* One byte at st_size, when no read of hash_range asked for it (a size of 0 or a multiple
+ * of the block size, or a file ending in a hole). */
+static void probe_end(const zv_scanner *sc, int fd, zv_record *r)
+{
+    ssize_t got;
+    do
+        got = pread(fd, sc->buf, 1, (off_t)r->size);
+    while (got < 0 && errno == EINTR);
+    if (got < 0)
+        set_error(r, ZV_OP_READ, errno, (int64_t)r->size);
+    else if (got > 0)
+        r->changed = ZV_CHANGE_SIZE_MISMATCH;
 }
 
 /*
@@ -102,13 +146,13 @@ static void note_extent(zv_record *r, uint64_t start, uint64_t end, int *overflo
 }
 
 /*
- * Walk the data extents of the file.  Where the filesystem cannot tell
- * (EINVAL), the whole file counts as data.
+ * Walk the data extents of the file, hashing them (and the holes as zeros) when content
+ * is read.  Where the filesystem cannot tell (EINVAL), the whole file counts as data.
  */
-static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
-                         zv_hasher *st, uint64_t *bytes_counter)
+static void scan_extents(const zv_scanner *sc, int fd, zv_record *r)
 {
     uint64_t size = r->size, off = 0, data = 0;
+    int reads = sc->opt->algo != ZV_HASH_NONE, probed = 0;
     /*
      * A file with at least as many allocated bytes as its size has no holes
      * worth asking about (two lseeks per file are a measurable cost on trees
@@ -132,14 +176,15 @@ static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned c
         }
         if (can_seek)
             note_extent(r, dstart, dend, &overflow);
-        if (st && dstart > off)
-            hash_zeros(st, dstart - off);
-        if (opt->algo != ZV_HASH_NONE &&
-            hash_range(fd, dstart, dend, r, opt, buf, st, bytes_counter) < 0)
+        if (sc->hasher && dstart > off && hash_zeros(sc, off, dstart - off, r) < 0)
+            return;
+        if (reads && hash_range(sc, fd, dstart, dend, r, &probed) < 0)
             return;
         data += dend - dstart;
         off = dend;
     }
+    if (reads && !probed)
+        probe_end(sc, fd, r);
     r->data_bytes = data;
     r->hole_bytes = size - data;
     if (r->hole_bytes == 0 || !can_seek) { /* no holes after all: no map to keep */
@@ -151,9 +196,9 @@ static void scan_extents(int fd, zv_record *r, const zv_options *opt, unsigned c
 
 static int same_content_stat(const zv_record *r, const struct stat *st)
 {
-    int64_t mt = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-    int64_t ct = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-    return (uint64_t)st->st_size == r->size && mt == r->mtime_ns && ct == r->ctime_ns;
+    return (uint64_t)st->st_size == r->size && st->st_mtim.tv_sec == r->mtime.sec &&
+           st->st_mtim.tv_nsec == r->mtime.nsec && st->st_ctim.tv_sec == r->ctime.sec &&
+           st->st_ctim.tv_nsec == r->ctime.nsec;
 }
 
 /*
@@ -161,7 +206,8 @@ static int same_content_stat(const zv_record *r, const struct stat *st)
  * proves both that the fd is that file (not a replacement opened in between) and that
  * nothing changed while we read (a write moves ctime).  A second fstat before reading
  * would only skip reading a file that is reported as changed anyway, and cost a
- * syscall per file on trees of small files.
+ * syscall per file on trees of small files.  A stat that moved explains a size
+ * mismatch as a modification.
  */
 static void check_unchanged(int fd, zv_record *r)
 {
@@ -174,23 +220,22 @@ static void check_unchanged(int fd, zv_record *r)
         r->changed = ZV_CHANGE_MODIFIED;
 }
 
-void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
-                  zv_hasher *st, uint64_t *bytes_counter)
+void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r)
 {
-    if (st)
-        zv_hasher_reset(st);
-    if (r->size > opt->block_size)
+    if (sc->hasher)
+        zv_hasher_reset(sc->hasher);
+    if (r->size > sc->opt->block_size)
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    scan_extents(fd, r, opt, buf, st, bytes_counter);
-    if (opt->read_xattrs)
+    scan_extents(sc, fd, r);
+    if (sc->opt->read_xattrs)
         zv_xattrs_read(fd, NULL, r);
     check_unchanged(fd, r);
     if (r->changed == ZV_CHANGE_REPLACED)
         clear_error(r); /* any read error was about another file */
     if (r->err_op != ZV_OP_NONE || r->changed)
         return;
-    if (st) {
-        r->digest_len = zv_hasher_digest(st, r->digest);
+    if (sc->hasher) {
+        r->digest_len = zv_hasher_digest(sc->hasher, r->digest);
         r->has_digest = 1;
     }
 }

@@ -13,8 +13,16 @@
  * change detection, read errors.  buf must hold block_size bytes; hasher is NULL when the
  * walk does not hash (ZV_HASH_NONE).
  */
-void zv_file_scan(int fd, zv_record *r, const zv_options *opt, unsigned char *buf,
-                  zv_hasher *hasher, uint64_t *bytes_counter);
+/* What one hashing worker brings to every file it scans. */
+typedef struct zv_scanner {
+    const zv_options *opt;
+    unsigned char *buf;      /* opt->block_size bytes */
+    zv_hasher *hasher;       /* NULL: map extents and read xattrs only */
+    uint64_t *bytes_counter; /* progress, added to atomically */
+    const int *stop;         /* read atomically: nonzero = abandon the file now */
+} zv_scanner;
+
+void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r);
 
 /*
  * Read all xattrs of fd (or of path if fd < 0) into r, sorted by name.  Any failure to

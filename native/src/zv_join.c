@@ -147,7 +147,8 @@ static int same_entry(const zv_record *s, const zv_record *d, int sizes_only)
 {
     return s->kind == d->kind && s->size == d->size && s->has_digest == d->has_digest &&
            (!s->has_digest || same_bytes(s->digest, s->digest_len, d->digest, d->digest_len)) &&
-           s->mtime_ns == d->mtime_ns && s->mode == d->mode && s->uid == d->uid &&
+           s->mtime.sec == d->mtime.sec &&
+           s->mtime.nsec == d->mtime.nsec && s->mode == d->mode && s->uid == d->uid &&
            s->gid == d->gid && (s->link == NULL) == (d->link == NULL) &&
            (!s->link || same_bytes(s->link, s->link_len, d->link, d->link_len)) &&
            s->rdev == d->rdev && s->has_xattrs == d->has_xattrs &&

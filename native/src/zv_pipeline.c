@@ -45,6 +45,7 @@ struct zv_walk {
     zv_options opt;
     int root_fd;
     uint64_t root_dev;
+    char *root_path; /* as given: xattrs of symlinks and devices where /proc is missing */
 
     /*
      * One lock, three conditions, each with its own sleeper(s), and a flag or count
@@ -106,6 +107,18 @@ static int reserve_fd(void *ctx)
     return stopping ? -1 : 0;
 }
 
+static int await_close(void *ctx)
+{
+    struct zv_walk *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    size_t held = w->open_files; /* the caller's own reservation included */
+    while (!w->stop && held > 1 && w->open_files >= held)
+        wait_for_space(w);
+    int waited = !w->stop && held > 1;
+    pthread_mutex_unlock(&w->lock);
+    return waited ? 0 : -1;
+}
+
 static void release_fd(void *ctx)
 {
     struct zv_walk *w = ctx;
@@ -151,9 +164,11 @@ static void count_excluded(void *ctx)
 static void *walker_main(void *arg)
 {
     struct zv_walk *w = arg;
-    zv_traverse_opts opt = {w->root_fd, w->root_dev, w->opt.one_file_system,
-                            w->opt.read_xattrs, w->opt.algo != ZV_HASH_NONE, w->opt.filter};
-    zv_sink sink = {w, push, reserve_fd, release_fd, count_excluded};
+    zv_traverse_opts opt = {w->root_fd,          w->root_dev,
+                            w->opt.one_file_system, w->opt.read_xattrs,
+                            w->opt.algo != ZV_HASH_NONE, w->opt.filter,
+                            w->opt.max_dir_fds, w->root_path};
+    zv_sink sink = {w, push, reserve_fd, await_close, release_fd, count_excluded};
     int err_no = 0;
     int status = zv_traverse(&opt, &sink, &err_no);
     pthread_mutex_lock(&w->lock);
@@ -193,11 +208,12 @@ static void *worker_main(void *arg)
     unsigned char *buf = malloc(w->opt.block_size);
     zv_hasher *st = w->opt.algo == ZV_HASH_NONE ? NULL : zv_hasher_new(w->opt.algo);
     int ready = w->opt.algo == ZV_HASH_NONE || st != NULL;
+    zv_scanner sc = {&w->opt, buf, st, &w->bytes, &w->stop};
     pthread_mutex_lock(&w->lock);
     for (zv_slot *s; (s = claim_next(w)) != NULL;) {
         pthread_mutex_unlock(&w->lock);
         if (buf && ready)
-            zv_file_scan(s->fd, &s->rec, &w->opt, buf, st, &w->bytes);
+            zv_file_scan(&sc, s->fd, &s->rec);
         else
             s->rec.err_op = ZV_OP_READ, s->rec.err_errno = ENOMEM;
         close(s->fd);
@@ -302,8 +318,14 @@ static int init_walk(zv_walk *w, const char *root, const zv_options *opt, int *e
         return ZV_EROOT;
     }
     w->root_dev = (uint64_t)st.st_dev;
+    if (!(w->root_path = strdup(root)))
+        return ZV_ENOMEM;
     w->ring_size = RING_SLOTS;
-    w->max_open_files = 64 * (size_t)w->opt.threads;
+    if (w->opt.max_open_files == 0)
+        w->opt.max_open_files = 64 * (size_t)w->opt.threads;
+    if (w->opt.max_dir_fds < 1)
+        w->opt.max_dir_fds = 64;
+    w->max_open_files = w->opt.max_open_files;
     w->ring = calloc(w->ring_size, sizeof *w->ring);
     w->workers = calloc((size_t)w->opt.threads, sizeof *w->workers);
     if (!w->ring || !w->workers)
@@ -342,6 +364,7 @@ int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *er
     if (rc != ZV_OK) {
         if (w->root_fd >= 0)
             close(w->root_fd);
+        free(w->root_path);
         free(w->ring);
         free(w->workers);
         free(w);
@@ -359,7 +382,7 @@ int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *er
 void zv_walk_stop(zv_walk *w)
 {
     pthread_mutex_lock(&w->lock);
-    w->stop = 1;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED); /* workers poll it mid-file, unlocked */
     pthread_cond_broadcast(&w->work_cv);
     pthread_cond_broadcast(&w->space_cv);
     pthread_cond_broadcast(&w->ready_cv);
@@ -382,6 +405,7 @@ void zv_walk_close(zv_walk *w)
         zv_record_free(&s->rec);
     }
     close(w->root_fd);
+    free(w->root_path);
     pthread_cond_destroy(&w->work_cv);
     pthread_cond_destroy(&w->space_cv);
     pthread_cond_destroy(&w->ready_cv);

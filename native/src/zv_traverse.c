@@ -5,7 +5,7 @@
  * zv_traverse.h); a failure that stops the traversal is returned as a
  * status, never as a silent early end.
  *
- * Directory fds: only the deepest KEEP_OPEN levels keep theirs open (deep
+ * Directory fds: only the deepest keep_open levels keep theirs open (deep
  * trees would exhaust RLIMIT_NOFILE).  When the walk climbs back to a level
  * whose fd was closed, it reopens it as ".." of the child it just left and
  * checks dev/ino, falling back to opening the chain from the nearest open
@@ -26,7 +26,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#define KEEP_OPEN 64
 /*
  * Files are opened here, up to max_open_files ahead of the hashing workers; asking the
  * kernel for the first READAHEAD_BYTES of each at open time keeps that many reads in
@@ -50,6 +49,7 @@ typedef struct walk_state {
     size_t depth, cap;
     char *path;       /* relative path of the current directory + child */
     size_t path_cap;
+    int have_proc;    /* /proc/self/fd works (see xattrs_by_name) */
 } walk_state;
 
 static int kind_of(mode_t m)
@@ -76,8 +76,8 @@ static void set_stat(zv_record *r, const struct stat *st)
     r->rdev = st->st_rdev;
     r->size = (uint64_t)st->st_size;
     r->alloc = (uint64_t)st->st_blocks * 512;
-    r->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-    r->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+    r->mtime = (zv_time){st->st_mtim.tv_sec, st->st_mtim.tv_nsec};
+    r->ctime = (zv_time){st->st_ctim.tv_sec, st->st_ctim.tv_nsec};
     r->data_bytes = r->kind == ZV_KIND_FILE ? r->size : 0;
 }
 
@@ -247,8 +247,9 @@ static int push_frame(walk_state *s, const char *name, size_t path_len, int fd,
     f->children = children;
     f->nchildren = n;
     f->next = 0;
-    if (s->depth > KEEP_OPEN + 1) {
-        frame *old = &s->stack[s->depth - 1 - KEEP_OPEN];
+    size_t keep = (size_t)s->opt->keep_open;
+    if (s->depth > keep + 1) {
+        frame *old = &s->stack[s->depth - 1 - keep];
         if (old->fd >= 0 && old != s->stack) {
             close(old->fd);
             old->fd = -1;
@@ -302,12 +303,42 @@ static void read_link(int dirfd, const char *name, zv_record *r)
     }
 }
 
-/* xattrs of something we do not open: via the parent directory's fd. */
-static void xattrs_by_name(int dirfd, const char *name, zv_record *r)
+/*
+ * xattrs of something we do not open (symlinks, devices, FIFOs, sockets, and mount points
+ * under -x): l*xattr() by a path that names it without following it.  /proc/self/fd/N/name
+ * resolves from the parent's fd, so it is as safe as an *at() call; without /proc (chroot,
+ * initramfs, some containers) the path from the root is the only way left, and may race
+ * with a rename of a directory above (the entry's stat then moves, and is reported).
+ */
+static void xattrs_by_name(walk_state *s, int dirfd, const char *name, zv_record *r)
 {
-    char proc[64 + 256];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d/%s", dirfd, name);
-    zv_xattrs_read(-1, proc, r);
+    if (s->have_proc) {
+        char proc[64 + 256];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d/%s", dirfd, name);
+        zv_xattrs_read(-1, proc, r);
+        return;
+    }
+    const char *root = s->opt->root_path;
+    if (!root) {
+        record_error(r, ZV_OP_XATTR, ENOENT);
+        return;
+    }
+    size_t rlen = strlen(root), need = rlen + 1 + r->path_len + 1;
+    char *full = malloc(need);
+    if (!full) {
+        record_error(r, ZV_OP_XATTR, ENOMEM);
+        return;
+    }
+    snprintf(full, need, "%s/%s", root, r->path);
+    zv_xattrs_read(-1, full, r);
+    free(full);
+}
+
+static int proc_works(int root_fd)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", root_fd);
+    return faccessat(AT_FDCWD, proc, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /*
@@ -317,8 +348,11 @@ static void xattrs_by_name(int dirfd, const char *name, zv_record *r)
 static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, size_t plen,
                       const struct stat *st)
 {
-    if (s->opt->one_file_system && (uint64_t)st->st_dev != s->opt->root_dev)
-        return; /* a mount point: listed, not entered */
+    if (s->opt->one_file_system && (uint64_t)st->st_dev != s->opt->root_dev) {
+        if (s->opt->read_xattrs) /* a mount point: listed, compared, not entered */
+            xattrs_by_name(s, dirfd, name, r);
+        return;
+    }
     int fd = open_dir_at(dirfd, name);
     if (fd < 0) {
         record_error(r, ZV_OP_OPENDIR, errno);
@@ -351,7 +385,10 @@ static int open_file(const zv_sink *sink, const zv_traverse_opts *opt, int dirfd
     if (sink->reserve_fd(sink->ctx) < 0)
         return -2;
     /* O_NONBLOCK: if it became a FIFO since lstat, open must not hang. */
-    int fd = open_noatime(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd;
+    while ((fd = open_noatime(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0 &&
+           (errno == EMFILE || errno == ENFILE) && sink->await_close(sink->ctx) == 0)
+        ; /* the budget was too generous for what else holds fds: wait for a worker */
     if (fd < 0) {
         record_error(r, ZV_OP_OPEN, errno);
         sink->release_fd(sink->ctx);
@@ -432,7 +469,7 @@ static int visit(walk_state *s, const char *name)
         read_link(dirfd, name, &r);
     }
     if (r.kind != ZV_KIND_FILE && r.kind != ZV_KIND_DIR && s->opt->read_xattrs)
-        xattrs_by_name(dirfd, name, &r);
+        xattrs_by_name(s, dirfd, name, &r);
     if (r.kind == ZV_KIND_DIR)
         enter_dir(s, dirfd, name, &r, (size_t)plen, &st);
     return emit(s, &r, fd);
@@ -465,7 +502,7 @@ static int push_root(walk_state *s)
 
 int zv_traverse(const zv_traverse_opts *opt, const zv_sink *sink, int *err_no)
 {
-    walk_state s = {.opt = opt, .sink = sink};
+    walk_state s = {.opt = opt, .sink = sink, .have_proc = proc_works(opt->root_fd)};
     int rc = push_root(&s);
     while (rc == ZV_OK && s.depth > 0) {
         frame *top = &s.stack[s.depth - 1];

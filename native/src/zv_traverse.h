@@ -15,6 +15,9 @@ typedef struct zv_sink {
     int (*emit)(void *ctx, zv_record *rec, int fd);
     /* Wait until one more file may be held open: 0, or -1 when stopping. */
     int (*reserve_fd)(void *ctx);
+    /* An open failed with EMFILE/ENFILE: wait until a worker closes a file, 0; -1 when
+     * no other file of this walk is open (waiting would not help) or when stopping. */
+    int (*await_close)(void *ctx);
     void (*release_fd)(void *ctx);
     /* An entry the filter left out (never emitted, a directory never entered). */
     void (*excluded)(void *ctx);
@@ -27,6 +30,8 @@ typedef struct zv_traverse_opts {
     int read_xattrs;
     int read_ahead;      /* file data will be read: start reading it at open */
     const zv_filter *filter; /* NULL: keep everything */
+    int keep_open;       /* directory levels whose fds stay open, >= 1 */
+    const char *root_path; /* NULL: unknown */
 } zv_traverse_opts;
 
 /*

@@ -4,11 +4,15 @@ Commands live one per module (cli/compare.py, ...); each parses options, calls o
 function and renders its result.  Only the module of the command that runs is imported
 (cli/lazy.py).  Here, and only here, everything that ends a run becomes
 an exit code: ZverifyError -> one line and its code; a usage error -> one line, 2; Ctrl-C ->
-130; any unexpected exception -> its traceback on stderr and 2, never 1 ("differences").
+130, SIGTERM -> 143 (both after the same clean-up); a reader of stdout that went away -> 141
+without a word, as `| head` expects; any unexpected exception -> its traceback on stderr and
+2, never 1 ("differences").
 """
 
+import errno
 import importlib
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Mapping
@@ -132,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises (but SystemExit)."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         chosen = _make_app(completion=True) if _completion_asked(argv) else app
         code = chosen(args=argv, prog_name="zverify", standalone_mode=False)
@@ -156,6 +161,8 @@ def run(argv: list[str] | None = None) -> int:
     except OSError as err:
         # e.g. ENOSPC or EPIPE while writing the report: the verdict was not delivered
         _discard_stdout()
+        if err.errno == errno.EPIPE:
+            return exitcodes.BROKEN_PIPE
         return _fail(f"{err.strerror or err}{_filename(err)}", exitcodes.TROUBLE)
     except Exception:
         traceback.print_exc(file=sys.stderr)
@@ -166,12 +173,12 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _framework_exit(err: SystemExit) -> int:
+    """click exits by itself only on EPIPE: the reader of stdout went away (`| head`)."""
     if err.code in (None, 0):
         return exitcodes.IDENTICAL
     sys.stderr = sys.__stderr__
     _discard_stdout()
-    message = "the report could not be written (output closed?); verdict not delivered"
-    return _fail(message, exitcodes.TROUBLE)
+    return exitcodes.BROKEN_PIPE
 
 
 def _usage_error(err: BaseException) -> int:
@@ -188,7 +195,25 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be so that it takes the same clean-up path (a
+    .partial removed, a JSON document closed as incomplete); click may re-raise it as
+    Abort, so the handler also leaves a mark."""
+
+
+_terminated = False
+
+
+def _terminate(signum: int, frame: object) -> None:
+    global _terminated
+    _terminated = True
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+    raise _Terminated
+
+
 def _interrupted() -> int:
+    if _terminated:
+        return _fail("terminated", exitcodes.TERMINATED)
     return _fail("interrupted", exitcodes.INTERRUPTED)
 
 

@@ -6,7 +6,6 @@ An entry that could not be read (or changed while being read) yields only an `er
 `changed` difference: nothing about it may count as identical.
 """
 
-import datetime
 import os
 import stat
 from dataclasses import dataclass
@@ -66,6 +65,14 @@ def diff_pair(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]
     return _payload_difference(src, dst, policy) + _metadata_differences(src, dst, policy)
 
 
+_CHANGES = {
+    "replaced": "replaced while being read",
+    "modified": "modified while being read",
+    # procfs, sysfs and some FUSE filesystems give sizes that do not bound the content
+    "size-mismatch": "content longer or shorter than its size (a pseudo-file?): not verifiable",
+}
+
+
 def _unreadable(src: Entry, dst: Entry) -> Difference | None:
     for side, entry in (("SRC", src), ("DST", dst)):
         text = error_text(entry)
@@ -73,8 +80,7 @@ def _unreadable(src: Entry, dst: Entry) -> Difference | None:
             return Difference(entry.path, DiffKind.ERROR, f"{side}: {text}")
     for side, entry in (("SRC", src), ("DST", dst)):
         if entry.changed is not None:
-            what = "replaced" if entry.changed == "replaced" else "modified"
-            return Difference(entry.path, DiffKind.CHANGED, f"{side}: {what} while being read")
+            return Difference(entry.path, DiffKind.CHANGED, f"{side}: {_CHANGES[entry.changed]}")
     return None
 
 
@@ -133,9 +139,26 @@ def _metadata_differences(src: Entry, dst: Entry, policy: ComparePolicy) -> list
 
 
 def _timestamp(ns: int) -> str:
+    """UTC ISO 8601 for any time a filesystem can hold (datetime stops at year 9999)."""
     seconds, frac = divmod(ns, 1_000_000_000)
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{frac:09d}Z"
+    days, second_of_day = divmod(seconds, 86_400)
+    year, month, day = civil_from_days(days)
+    hour, rest = divmod(second_of_day, 3600)
+    text = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{text}.{frac:09d}Z"
+
+
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of the proleptic Gregorian calendar, `days` after 1970-01-01.
+    Exact for any integer: the calendar repeats every 400 years (146,097 days)."""
+    era, day_of_era = divmod(days + 719_468, 146_097)  # days since 0000-03-01
+    leap_days = day_of_era // 1460 - day_of_era // 36524 + day_of_era // 146096
+    year_of_era = (day_of_era - leap_days) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    month_index = (5 * day_of_year + 2) // 153  # 0 = March
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    return era * 400 + year_of_era + (month <= 2), month, day
 
 
 def _xattr_difference(src: Entry, dst: Entry) -> Difference:

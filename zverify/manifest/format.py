@@ -281,6 +281,6 @@ def _extents(obj: dict[str, Any], data: int) -> tuple[tuple[int, int], ...] | No
 
 def _changed(obj: dict[str, Any]) -> str | None:
     value = obj.get("changed")
-    if value not in (None, "replaced", "modified"):
-        raise LineError("'changed' must be 'replaced' or 'modified'")
+    if value not in (None, "replaced", "modified", "size-mismatch"):
+        raise LineError("'changed' must be 'replaced', 'modified' or 'size-mismatch'")
     return value
