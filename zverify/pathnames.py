@@ -55,12 +55,26 @@ def restore(text: str, escaped: bool) -> bytes:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NEEDS_ESCAPE = re.compile(r"[\x00-\x1f\x7f\\\udc80-\udcff]|^ | $")
+_EDGE_SPACE = re.compile(r"^ +| +$")
+
+
+def _control_escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return "\\n" if char == "\n" else f"\\x{ord(char):02x}"
 
 
 def for_terminal(path: bytes) -> str:
-    """One-line form for text output: control characters (a newline in a
-    name) become \\n-style escapes so a difference stays on one line."""
-    text, _ = display(path)
-    return _CONTROL.sub(
-        lambda m: f"\\x{ord(m.group(0)):02x}" if m.group(0) != "\n" else "\\n", text
-    )
+    r"""One-line, unambiguous form for text output (no flag travels with it, unlike JSON).
+
+    A plain UTF-8 name is shown as is.  Any other is shown escaped, so two different names
+    never print alike: backslashes doubled, undecodable bytes and control characters as
+    \xHH (a newline as \n), and a space at either end as \x20 (the columns are separated
+    by spaces).  `a\\xff` is then a name with a backslash, `a\xff` one with the byte 0xFF.
+    """
+    text = path.decode("utf-8", errors="surrogateescape")
+    if not _NEEDS_ESCAPE.search(text):
+        return text
+    text = escape(path)
+    text = _CONTROL.sub(_control_escape, text)
+    return _EDGE_SPACE.sub(lambda m: m.group(0).replace(" ", "\\x20"), text)

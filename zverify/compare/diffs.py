@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from zverify.compare.policy import ComparePolicy, DiffKind
 from zverify.entry import SIZE_NOT_RECORDED, Entry, Kind, error_text, permissions
-from zverify.pathnames import display
+from zverify.pathnames import display, for_terminal
 
 JsonValue = str | int | None
 
@@ -101,7 +101,7 @@ def _payload_difference(src: Entry, dst: Entry, policy: ComparePolicy) -> list[D
             return [_content(src, dst, f"{same}, different bytes")]
     elif src.kind == Kind.SYMLINK and src.link != dst.link:
         (left, left_esc), (right, right_esc) = display(src.link or b""), display(dst.link or b"")
-        detail = f"-> {left!r} vs -> {right!r}"
+        detail = f"-> '{for_terminal(src.link or b'')}' vs -> '{for_terminal(dst.link or b'')}'"
         return [
             Difference(src.path, DiffKind.SYMLINK, detail, left, right, (), 0, left_esc, right_esc)
         ]
@@ -166,7 +166,7 @@ def _xattr_difference(src: Entry, dst: Entry) -> Difference:
     names = sorted(set(left) | set(right))
     changes = []
     for name in names:
-        label = display(name)[0]
+        label = for_terminal(name)
         if name not in right:
             changes.append(f"-{label}")
         elif name not in left:
