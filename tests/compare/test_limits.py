@@ -236,3 +236,7 @@ def test_without_proc_symlinks_and_fifos_are_still_compared(tmp_path: Path) -> N
         pytest.skip(f"cannot hide /proc here: {done.stderr.strip()}")
     doc = json.loads(done.stdout)
     assert done.returncode == 1 and doc["counts"] == {"symlink": 1, "xattr": 1}, doc
+    # no mount table either: the filesystem type comes from statfs(2)
+    expected = subprocess.run(["stat", "-f", "-c", "%T", str(src)], capture_output=True, text=True)
+    fs_type = doc["sizes"]["src"]["filesystem"]["type"]
+    assert fs_type != "unknown" and fs_type in expected.stdout.replace("ext2/ext3", "ext4")
