@@ -13,6 +13,7 @@ APT_PACKAGES=(
     hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/
     mtree-netbsd libarchive-tools        # mtree specs: exported, read back, benchmarked
     qemu-system-x86 debootstrap          # tests/zfsvm: real OpenZFS in a qemu VM
+    libfuse3-dev fuse3                   # tests/faults/faultfs.c: device faults over FUSE
 )
 
 missing=()

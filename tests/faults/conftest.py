@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import console_script
+from tests.faults import faultfs as faultfs_module
 from tests.faults.helpers import Harness, Trees
 from tests.treebuilder import write
 
@@ -77,3 +78,16 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> Trees:
     subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
     kept = special and _has_trusted(dst / "link") and _has_trusted(dst / "fifo")
     return Trees(src, dst, kept)
+
+
+@pytest.fixture(scope="session")
+def faultfs(tmp_path_factory: pytest.TempPathFactory) -> faultfs_module.FaultFS:
+    """faultfs.c built and shown to mount here (tests/faults/faultfs.py); a skip naming the
+    reason where FUSE, gcc or libfuse3-dev is missing or a mount is refused."""
+    work = tmp_path_factory.mktemp("faultfs")
+    try:
+        binary = faultfs_module.build(work)
+        return faultfs_module.probe(binary, work)
+    except faultfs_module.Unavailable as why:
+        print(f"\nskipping the FUSE device-fault tests: {why}")
+        pytest.skip(f"FUSE fault filesystem unavailable: {why}")
