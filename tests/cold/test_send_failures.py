@@ -92,6 +92,6 @@ def test_an_existing_partial_is_never_overwritten(
     fake_zfs(monkeypatch, tmp_path, "full_fs_s1.zstream", 0)
     cold = archive_dir(tmp_path)
     (cold / "zv%2Ffs@s1.zfsfull.partial").write_bytes(b"another run")
-    with pytest.raises(ColdError, match="another send is running"):
+    with pytest.raises(ColdError, match="left by an interrupted send"):
         send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
     assert (cold / "zv%2Ffs@s1.zfsfull.partial").read_bytes() == b"another run"

@@ -51,7 +51,7 @@ class Commands(LazyGroup):
         "cold": LazyCommand(
             "zverify.cli.cold",
             "app",
-            "Send-stream archives on cold storage: send, check, restore, prune.",
+            "Send-stream archives on cold storage: send, check, restore, prune, clean.",
         ),
     }
 

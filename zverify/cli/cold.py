@@ -1,29 +1,51 @@
-"""`zverify cold send|check|restore|prune`: send streams archived as files (zverify.cold)."""
+"""`zverify cold send|check|restore|prune|clean`: send streams archived as files (zverify.cold).
 
+Each command holds the archive's lock for its whole run (zverify.cold.lock): send as a
+writer, check and restore (and the dry runs) as readers, prune --yes and clean --yes
+exclusively.  A lock another zverify holds is refused at once (exit 2), or waited for up to
+--wait SECONDS.
+"""
+
+import os
+import stat
 import sys
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from zverify import exitcodes
 from zverify.cli.epilogs import epilog
+from zverify.cold.names import shown
 from zverify.errors import ArchiveError
 
 if TYPE_CHECKING:
     from zverify.cold.check import ArchiveReport, ProgressHook
+    from zverify.cold.clean import Leftover
     from zverify.cold.prune import DatasetPrune
     from zverify.cold.restore import RestorePlan
 
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: send, check, restore, prune.",
+    help="Send-stream archives on cold storage: send, check, restore, prune, clean.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     add_completion=False,
     rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
 )
+
+Wait = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        metavar="SECONDS",
+        show_default=False,
+        help="Wait up to SECONDS for another zverify using the archive (default: refuse "
+        "at once, exit 2).",
+    ),
+]
 
 
 @app.command("check", epilog=epilog("cold check"))
@@ -34,13 +56,15 @@ def check(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    wait: Wait = 0,
 ) -> int:
     """Read every stream completely, rebuild the chains by GUID: exit 0 every file intact and
     every incremental reachable from a full, 1 anything else found, 2 could not read."""
     from zverify.progress import byte_progress, wanted
     from zverify.report import cold as cold_report
 
-    with byte_progress(wanted(quiet or as_json), "checking", None) as hook:
+    progress = byte_progress(wanted(quiet or as_json), "checking", None)
+    with _locked(directory, wait, "read"), progress as hook:
         report = _read_archive(directory, dataset, lambda _name, n: hook(n))
     sys.stdout.write((cold_report.check_json if as_json else cold_report.check_text)(report))
     return report.exit_code
@@ -69,6 +93,7 @@ def send(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    wait: Wait = 0,
 ) -> int:
     """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
     can already restore; validated while written.  Exit 0 archived (or nothing new), 2 not."""
@@ -78,21 +103,47 @@ def send(
     from zverify.report.cold import SEND_SCHEMA
     from zverify.zfs.inventory import snapshots
 
-    archive = _read_archive(directory, dataset)
-    chosen = plan_send(archive.plans.get(dataset), snapshots(dataset), snapshot, full, intermediate)
-    if isinstance(chosen, NothingToSend):
-        nothing = {"schema": SEND_SCHEMA, "sent": None, "reason": chosen.reason}
-        _say(as_json, nothing, f"nothing to send: {chosen.reason}")
-        return 0
-    options = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
-    flags = [FLAGS[k] for k, on in options.items() if on]
-    with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
-        sent = send_to_archive(dataset, directory, chosen, flags, hook, hold)
+    with _locked(directory, wait, "write"):
+        archive = _read_archive(directory, dataset)
+        _warn(archive)
+        source = snapshots(dataset)
+        chosen = plan_send(archive.plans.get(dataset), source, snapshot, full, intermediate)
+        if isinstance(chosen, NothingToSend):
+            nothing = {"schema": SEND_SCHEMA, "sent": None, "reason": chosen.reason}
+            _say(as_json, nothing, f"nothing to send: {chosen.reason}")
+            return 0
+        options = {"raw": raw, "compressed": compressed, "large_block": large_block}
+        flags = [FLAGS[k] for k, on in {**options, "embed": embed}.items() if on]
+        with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
+            sent = send_to_archive(dataset, directory, chosen, flags, hook, hold)
     kept_by = "hold" if hold else "bookmark"
     done = {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256, kept_by: sent.keeper}
     doc = {"schema": SEND_SCHEMA, "sent": done, "reason": chosen.reason}
-    _say(as_json, doc, f"archived {sent.name}: {sent.bytes:,} bytes ({chosen.reason})")
+    _say(as_json, doc, f"archived {shown(sent.name)}: {sent.bytes:,} bytes ({chosen.reason})")
     return 0
+
+
+def _locked(directory: str, wait: float, how: str) -> "AbstractContextManager[None]":
+    """The archive's lock for the whole command (zverify.cold.lock): how is "read", "write"
+    or "delete".  Raises ArchiveError when directory is not a directory that can be read."""
+    from zverify.cold import lock
+
+    try:
+        mode = os.stat(directory).st_mode
+    except OSError as err:
+        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+    if not stat.S_ISDIR(mode):
+        raise ArchiveError(f"cannot read archive {directory!r}: not a directory")
+    wait = max(0.0, wait)
+    if how == "read":
+        return lock.reading(directory, wait)
+    return lock.writing(directory, wait, deleting=how == "delete")
+
+
+def _warn(report: "ArchiveReport") -> None:
+    """Send and restore go on beside what `cold check` would report: one line each."""
+    for p in report.all_problems:
+        print(f"zverify: warning: {p.kind} {shown(p.file)}: {p.message}", file=sys.stderr)
 
 
 def _read_archive(
@@ -127,24 +178,27 @@ def restore(
         str | None, typer.Option("--script", help="Write the receives as an sh script.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    wait: Wait = 0,
 ) -> int:
     """Restore a snapshot: exit 0 restored and proven by GUID, 1 the archive cannot (why),
     2 error."""
     from zverify.cold import restore as cold_restore
     from zverify.progress import byte_progress, wanted
 
-    report = _read_archive(directory, dataset)
-    plan = cold_restore.plan_restore(report, target, snapshot)
-    sys.stdout.write(_plan_text(plan))
-    if script_file is not None:
-        with open(script_file, "w") as f:
-            f.write(cold_restore.script(directory, plan))
-    if dry_run or script_file is not None:
-        return 0
-    cold_restore.check_target(target)
-    cold_restore.verify_files(directory, plan)
-    with byte_progress(wanted(quiet), "receiving", plan.snapshot.bytes) as hook:
-        cold_restore.receive_all(directory, plan, report, hook)
+    with _locked(directory, wait, "read"):  # no prune deletes a file of the plan meanwhile
+        report = _read_archive(directory, dataset)
+        _warn(report)
+        plan = cold_restore.plan_restore(report, target, snapshot)
+        sys.stdout.write(_plan_text(plan))
+        if script_file is not None:
+            with open(script_file, "w", errors="surrogateescape") as f:
+                f.write(cold_restore.script(directory, plan))
+        if dry_run or script_file is not None:
+            return 0
+        cold_restore.check_target(target)
+        cold_restore.verify_files(directory, plan, report)
+        with byte_progress(wanted(quiet), "receiving", plan.snapshot.bytes) as hook:
+            cold_restore.receive_all(directory, plan, report, hook)
     sys.stdout.write(f"restored {target}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
     return 0
 
@@ -154,7 +208,7 @@ def _plan_text(plan: "RestorePlan") -> str:
         f"restore {plan.dataset}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid}) into "
         f"{plan.target}: {len(plan.files)} file(s), {plan.snapshot.bytes:,} bytes"
     )
-    return "\n".join([head, *(f"  {name}" for name in plan.files)]) + "\n"
+    return "\n".join([head, *(f"  {shown(name)}" for name in plan.files)]) + "\n"
 
 
 @app.command("prune", epilog=epilog("cold prune"))
@@ -177,6 +231,7 @@ def prune(
     yes: Annotated[bool, typer.Option("--yes", help="Delete (default: only say what).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    wait: Wait = 0,
 ) -> int:
     """Remove old chains, each only when the newer chain was read completely just now (and,
     with --trial-receive, received): exit 0 pruned or nothing to prune or dry run, 1 refused
@@ -185,17 +240,19 @@ def prune(
     from zverify.progress import byte_progress, wanted
     from zverify.report import cold as cold_report
 
-    with byte_progress(wanted(quiet or as_json), "verifying", None) as hook:
-        report = _read_archive(directory, dataset, lambda _name, n: hook(n))
-    decisions = cold_prune.plan_prune(report, keep_chains)
-    why_not = cold_prune.blocked(report)
-    acting = [d for d in decisions if d.files and d.refused is None]
-    actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
-    if yes:
-        for d in acting:
-            actions[d.dataset] = _prune_one(directory, report, d, trial_receive)
+    # with --yes, the archive to itself from the proof to the last deletion
+    with _locked(directory, wait, "delete" if yes else "read"):
+        with byte_progress(wanted(quiet or as_json), "verifying", None) as hook:
+            report = _read_archive(directory, dataset, lambda _name, n: hook(n))
+        decisions = cold_prune.plan_prune(report, keep_chains)
+        why_not = cold_prune.blocked(report)
+        acting = [d for d in decisions if d.files and d.refused is None]
+        actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
+        if yes:
+            for d in acting:
+                actions[d.dataset] = _prune_one(directory, report, d, trial_receive)
     render = cold_report.prune_json if as_json else cold_report.prune_text
-    sys.stdout.write(render(decisions, actions, yes, why_not))
+    sys.stdout.write(render(decisions, actions, yes, why_not, report.all_problems))
     refused = 1 if why_not or any(d.refused for d in decisions) else 0
     return exitcodes.worst([report.exit_code if refused else 0, refused])
 
@@ -207,6 +264,27 @@ def _prune_one(
 
     if scratch is not None:
         cold_prune.trial_receive(directory, report, d, scratch)
-    deleted = cold_prune.delete_files(directory, d)
+    deleted = cold_prune.delete_files(directory, d, report)
     released, note = cold_prune.release_keepers(d)
     return {"deleted": deleted, "released": released, "note": note}
+
+
+@app.command("clean", epilog=epilog("cold clean"))
+def clean(
+    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Remove (default: only say what).")] = False,
+    wait: Wait = 0,
+) -> int:
+    """Remove the NAME.partial files that interrupted sends left, only when no send is
+    writing them (the lock proves it): exit 0 removed or nothing to remove or dry run, 1 a
+    .partial left alone (why), 2 error."""
+    from zverify.cold.clean import clean as clean_archive
+    from zverify.report import cold as cold_report
+
+    with _locked(directory, wait, "delete" if yes else "read"):
+        try:
+            found: list[Leftover] = clean_archive(directory, yes)
+        except OSError as err:
+            raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+    sys.stdout.write(cold_report.clean_text(directory, found, yes))
+    return 1 if any(f.left for f in found) else 0

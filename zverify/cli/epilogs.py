@@ -113,6 +113,12 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold prune /cold --keep-chains 2",
         "zverify cold prune /cold --keep-chains 2 --yes",
     ),
+    "cold clean": _simple(
+        f"{_OK} removed, nothing to remove, or a dry run, {_BAD} a .partial left alone (why), "
+        f"{_TROUBLE} error (e.g. a send is running: the archive is locked).",
+        "zverify cold clean /cold",
+        "zverify cold clean /cold --yes",
+    ),
 }
 
 

@@ -1,5 +1,9 @@
 """`zverify cold`: ZFS send streams archived as files on cold storage.
 
-names (the file-name convention), check (read every file, rebuild every chain by GUID);
-the chain planning itself is pure and lives in zverify.sendstream.chain.
+names (the file-name convention), entries (an archive directory's entries, never trusted nor
+followed), check (read every file, rebuild every chain by GUID), plan and send (the next
+stream, written as NAME.partial and renamed once proven), restore, prune (old chains, only
+with proof made at that moment), clean (the leftovers of interrupted sends), lock (who may use
+an archive at the same time: flock(2) on lock files inside it).  The chain planning itself is
+pure and lives in zverify.sendstream.chain.
 """

@@ -2,19 +2,26 @@
 chain from the GUIDs inside the streams -> ArchiveReport.  No ZFS is needed: archives are
 often checked on the machine that stores them.
 
-Nothing in the directory is followed or trusted: symlinks, devices and subdirectories are
-reported, never opened; `.partial` files (a send that did not finish) are reported and never
-counted as part of a chain; a file name that disagrees with its content is reported.
+Nothing in the directory is followed or trusted (zverify.cold.entries): symlinks, devices,
+FIFOs, sockets and subdirectories are reported, never opened; a regular file is opened without
+following a symlink or blocking, and must still be the file that was listed; a file with other
+links or another owner is reported.  `.partial` files are never counted as part of a chain:
+one a running send holds (its flock, zverify.cold.lock) is noted as in progress, one nobody
+holds is reported as the leftover of an interrupted send.  A file name that disagrees with its
+content is reported.  zverify's lock files are not archive entries.
 """
 
+import errno
 import json
 import os
+import shlex
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.cold import names
+from zverify.cold import entries, lock, names
+from zverify.cold.entries import Identity
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
 from zverify.sendstream.validate import StreamReport, verify_stream
 
@@ -25,7 +32,8 @@ ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 @dataclass(frozen=True)
 class Problem:
     file: str
-    kind: str  # damaged, truncated, not-a-stream, partial, orphan, duplicate, name-mismatch ...
+    kind: str  # damaged, truncated, not-a-stream, partial, orphan, duplicate, name-mismatch,
+    # hard-link, foreign-owner, unreadable, changed ...
     message: str
     offset: int | None = None
     dataset: str | None = None  # set for problems of a dataset's chains (orphan, duplicate)
@@ -39,6 +47,8 @@ class FileReport:
     readable: bool = True
     archived: ArchivedFile | None = None  # set when the whole file is an intact stream
     problems: list[Problem] = field(default_factory=list)
+    identity: Identity | None = None  # the file that was read (regular files)
+    in_progress: str | None = None  # a .partial a running send holds: who, in words
 
     @property
     def valid(self) -> bool:
@@ -68,10 +78,16 @@ def check_archive(
 ) -> ArchiveReport:
     """Raises OSError when the directory itself cannot be listed."""
     with os.scandir(directory) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    files = [_check_entry(e, progress) for e in entries if not e.name.endswith(SIDECAR)]
+        listed = sorted(e.name for e in it)
+    owner = os.stat(directory).st_uid
+    files: list[FileReport] = []
+    sidecars: dict[str, Identity] = {}
+    loose: list[Problem] = []  # about sidecars: the archive's, not one stream's
+    for name in listed:
+        found = _look(directory, name, owner, progress, sidecars, loose)
+        if found is not None:
+            files.append(found)
     _check_names(files)
-    sidecars = {e.name for e in entries if e.name.endswith(SIDECAR)}
     stray = _check_sidecars(directory, files, sidecars)
     # a misnamed but intact stream still restores: chains go by GUID, never by name
     archived = [f.archived for f in files if f.archived is not None]
@@ -85,34 +101,106 @@ def check_archive(
         files,
         plans,
         {d: chains(d, archived) for d in datasets},
-        [p for d in datasets for p in _chain_problems(plans[d])] + stray,
+        [p for d in datasets for p in _chain_problems(plans[d])] + stray + loose,
     )
 
 
-def _check_entry(entry: os.DirEntry[str], progress: ProgressHook | None) -> FileReport:
-    if entry.name.endswith(names.PARTIAL):
-        why = "left by a send that did not finish: never part of a chain"
-        return FileReport(entry.name, "partial", problems=[Problem(entry.name, "partial", why)])
-    mode = entry.stat(follow_symlinks=False).st_mode
-    if not stat.S_ISREG(mode):
-        what = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
-        problem = Problem(entry.name, "not-a-stream", f"{what}: not read, not followed")
-        return FileReport(entry.name, "unknown", problems=[problem])
-    return _check_stream(entry.path, entry.name, progress)
-
-
-def _check_stream(path: str, name: str, progress: ProgressHook | None) -> FileReport:
+def _look(
+    directory: str,
+    name: str,
+    owner: int,
+    progress: ProgressHook | None,
+    sidecars: dict[str, Identity],
+    loose: list[Problem],
+) -> FileReport | None:
+    """One entry, lstat()ed: what it is, and for a regular file what it holds.  None for
+    what is not reported as a file: lock files, sidecars (kept in sidecars, their doubts in
+    loose) and a .partial that was renamed into place while the directory was listed."""
+    path = os.path.join(directory, name)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        st = os.lstat(path)
+    except OSError as err:
+        if err.errno == errno.ENOENT and name.endswith(names.PARTIAL):
+            return None  # a send finished (or a leftover was cleaned) while we listed
+        gone = err.errno == errno.ENOENT
+        why = "vanished while the archive was read" if gone else f"cannot stat: {err.strerror}"
+        problem = Problem(name, "unreadable", why)
+        return FileReport(name, "unknown", readable=False, problems=[problem])
+    if name in lock.FILES and stat.S_ISREG(st.st_mode):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        problem = Problem(name, "not-a-stream", f"{entries.what(path, st)}: not read, not followed")
+        return FileReport(name, "unknown", problems=[problem])
+    doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, owner)]
+    if name.endswith(SIDECAR):
+        sidecars[name] = Identity.of(st)
+        loose += doubts
+        return None
+    if name.endswith(names.PARTIAL):
+        found = _check_partial(directory, name, st)
+    else:
+        found = _check_stream(path, name, st, progress)
+    if found is not None:
+        found.problems += doubts
+    return found
+
+
+def _check_partial(directory: str, name: str, st: os.stat_result) -> FileReport | None:
+    """A send in progress (it holds the file's flock) or the leftover of one that died;
+    None when it is gone already (renamed into place by the send that finished)."""
+    path = os.path.join(directory, name)
+    clean = f"`zverify cold clean --yes {shlex.quote(directory)}` removes it"
+    try:
+        fd = entries.open_regular(path, Identity.of(st))
+    except FileNotFoundError:
+        return None
+    except (OSError, entries.Changed) as err:
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        message = (
+            f"a send's unfinished file, never part of a chain (cannot tell whether a "
+            f"send is still writing it: {why})"
+        )
+        return FileReport(name, "partial", st.st_size, problems=[Problem(name, "partial", message)])
+    try:
+        writing = lock.partial_in_progress(fd)
+        who = lock.holders(fd) if writing else ""
+    except OSError as err:
+        writing, who = False, ""
+        clean += f" (its lock cannot be probed: {err.strerror})"
+    finally:
+        os.close(fd)
+    if writing:
+        note = f"being written by a running send{f' ({who})' if who else ''}: not counted"
+        return FileReport(name, "partial", st.st_size, in_progress=note)
+    why = f"left by an interrupted send: never part of a chain; {clean}"
+    return FileReport(name, "partial", st.st_size, problems=[Problem(name, "partial", why)])
+
+
+def _check_stream(
+    path: str, name: str, st: os.stat_result, progress: ProgressHook | None
+) -> FileReport:
+    try:
+        fd = entries.open_regular(path, Identity.of(st))
+    except entries.Changed as err:
+        problem = Problem(name, "changed", str(err))
+        return FileReport(name, "unknown", readable=False, problems=[problem])
     except OSError as err:
         problem = Problem(name, "unreadable", f"cannot open: {err.strerror}")
         return FileReport(name, "unknown", readable=False, problems=[problem])
     try:
         hook = (lambda n: progress(name, n)) if progress else None
         report = verify_stream(fd, progress=hook)
+        after = os.fstat(fd)
     finally:
         os.close(fd)
-    return _file_report(name, report)
+    out = _file_report(name, report)
+    out.identity = Identity.of(after)
+    if out.identity != Identity.of(st):
+        # what was read may be a mix of two versions: no verdict on this file
+        out.archived, out.readable = None, False
+        message = "changed while it was read (size or modification time): read it again"
+        out.problems.insert(0, Problem(name, "changed", message))
+    return out
 
 
 def _file_report(name: str, report: StreamReport) -> FileReport:
@@ -173,27 +261,36 @@ def _check_names(files: list[FileReport]) -> None:
             f.problems.append(Problem(f.name, "name-mismatch", message))
 
 
-def _check_sidecars(directory: str, files: list[FileReport], sidecars: set[str]) -> list[Problem]:
+def _check_sidecars(
+    directory: str, files: list[FileReport], sidecars: dict[str, Identity]
+) -> list[Problem]:
     """A sidecar must agree with its stream; one without a stream is reported.  (Its sha256
     is for tools without zverify: the stream's own checksums have just covered every byte.)"""
     for f in files:
         if f.archived is not None and f.name + SIDECAR in sidecars:
-            f.problems += _sidecar_problems(os.path.join(directory, f.name + SIDECAR), f)
+            path = os.path.join(directory, f.name + SIDECAR)
+            f.problems += _sidecar_problems(path, f, sidecars[f.name + SIDECAR])
     streams = {f.name for f in files}
     return [
-        Problem(name, "sidecar-mismatch", f"its stream {name[: -len(SIDECAR)]} is not here")
+        Problem(
+            name, "sidecar-mismatch", f"its stream {names.shown(name[: -len(SIDECAR)])} is not here"
+        )
         for name in sorted(sidecars)
         if name[: -len(SIDECAR)] not in streams
     ]
 
 
-def _sidecar_problems(path: str, f: FileReport) -> list[Problem]:
-    name = os.path.basename(path)
+def _sidecar_problems(path: str, f: FileReport, expect: Identity) -> list[Problem]:
+    name = names.shown(os.path.basename(path))
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read(1 << 20))
-    except (OSError, ValueError) as err:
-        return [Problem(f.name, "sidecar-mismatch", f"{name} cannot be read: {err}")]
+        fd = entries.open_regular(path, expect)
+        try:
+            doc = json.loads(os.read(fd, 1 << 20))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, entries.Changed) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        return [Problem(f.name, "sidecar-mismatch", f"{name} cannot be read: {why}")]
     if not isinstance(doc, dict):
         return [Problem(f.name, "sidecar-mismatch", f"{name} is not a JSON object")]
     assert f.archived is not None
@@ -231,7 +328,7 @@ def _chain_problems(p: DatasetPlan) -> list[Problem]:
         Problem(
             name,
             "duplicate",
-            f"{p.dataset}: holds the same snapshots as {other}",
+            f"{p.dataset}: holds the same snapshots as {names.shown(other)}",
             dataset=p.dataset,
         )
         for name, other in p.duplicates

@@ -9,8 +9,11 @@ dataset name makes one file name and back.  Names are for people: chains are alw
 stream headers, and a name that disagrees with its content is reported.
 """
 
+import os
 import re
 from dataclasses import dataclass
+
+from zverify.pathnames import display, for_terminal
 
 FULL, INCREMENTAL, INTERMEDIATE = ".zfsfull", ".zfsinc", ".zfsincstream"
 PARTIAL = ".partial"
@@ -53,3 +56,14 @@ def file_name(dataset: str, to_snap: str, from_snap: str | None, intermediate: b
         return f"{base}{to_snap}{FULL}"
     suffix = INTERMEDIATE if intermediate else INCREMENTAL
     return f"{base}{from_snap}-@{to_snap}{suffix}"
+
+
+def shown(name: str) -> str:
+    """A file name (as os.listdir gives it) on one line for people: bytes that are not UTF-8
+    as \\xHH, a newline as \\n (archive directories may hold anything)."""
+    return for_terminal(os.fsencode(name))
+
+
+def for_json(name: str) -> tuple[str, bool]:
+    """(text, escaped): a file name for JSON, losslessly (zverify.pathnames.display)."""
+    return display(os.fsencode(name))

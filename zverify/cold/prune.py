@@ -11,20 +11,29 @@ files may go.  A file is deleted only when
   new as every snapshot only the removed chains hold (an old chain is never the newest).
 
 Deletion order: per removed chain the files furthest from the full first, the full last, so
-that an interruption leaves a chain prefix that still restores.
+that an interruption leaves a chain prefix that still restores.  The caller holds the archive
+exclusively (zverify.cold.lock: no send, no reader), and each file is lstat()ed again just
+before it is unlinked: it must still be the very regular file that was read (inode, size,
+modification time), else nothing more is deleted.  A sidecar goes with its stream only when
+it is a plain file.
 """
 
-import contextlib
 import os
+import stat
 from collections import deque
 from dataclasses import dataclass, field
 
 from zverify.cold.check import SIDECAR, ArchiveReport, Problem
+from zverify.cold.names import shown
 from zverify.cold.send import fsync_dir
+from zverify.errors import ColdError
 from zverify.sendstream.chain import ArchivedFile, Chain, Restorable, plan
 
 # Problems that leave a doubt over what a kept chain holds: nothing is deleted while one exists.
-BLOCKING = {"damaged", "truncated", "unreadable", "not-a-stream", "partial", "orphan"}
+BLOCKING = {
+    "damaged", "truncated", "unreadable", "not-a-stream", "partial", "orphan", "changed",
+    "hard-link", "foreign-owner",
+}  # fmt: skip
 
 
 @dataclass
@@ -45,11 +54,13 @@ def blocked(report: ArchiveReport) -> str | None:
     blockers: list[Problem] = [p for p in report.all_problems if p.kind in BLOCKING]
     if not blockers:
         return None
-    listed = "; ".join(f"{p.file}: {p.kind}" for p in blockers[:5])
+    listed = "; ".join(f"{shown(p.file)}: {p.kind}" for p in blockers[:5])
+    leftovers = any(p.kind == "partial" for p in blockers)
     return (
         f"the archive has problems that may touch a kept chain ({listed}"
         f"{', ...' if len(blockers) > 5 else ''}): nothing is deleted until "
         "`zverify cold check` is clean"
+        + (" (`zverify cold clean --yes` removes leftovers of interrupted sends)" * leftovers)
     )
 
 
@@ -149,18 +160,54 @@ def trial_receive(
             command.run("destroy", "-r", scratch)
 
 
-def delete_files(directory: str, decision: DatasetPrune) -> list[str]:
-    """Delete the decided files in order (each stream with its sidecar), syncing the directory
-    after each, so that an interruption leaves a prefix of the chain.  Returns what went."""
-    deleted = []
+def delete_files(directory: str, decision: DatasetPrune, report: ArchiveReport) -> list[str]:
+    """Delete the decided files in order, each after its sidecar (a stream without its
+    sidecar is complete; a sidecar without its stream is reported), syncing the directory
+    after each, so that an interruption leaves a prefix of the chain.  Returns what went.
+    Raises ColdError (naming what went before) when a file is no longer the one that was read
+    or cannot be deleted: nothing after it is deleted."""
+    read = {f.name: f.identity for f in report.files}
+    deleted: list[str] = []
     for name in decision.files:
         path = os.path.join(directory, name)
-        os.unlink(path)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path + SIDECAR)
-        fsync_dir(directory)
+        try:
+            st = os.lstat(path)
+            expected = read.get(name)
+            if expected is None or not stat.S_ISREG(st.st_mode) or not expected.unchanged(st):
+                raise ColdError(
+                    f"{shown(name)} is not the file that was verified any more (replaced or "
+                    f"changed since): not deleted, nor anything after it{_so_far(deleted)}"
+                )
+            _delete_sidecar(path + SIDECAR)
+            os.unlink(path)
+        except OSError as err:
+            raise ColdError(
+                f"deleting {shown(os.path.basename(err.filename or path))} failed: "
+                f"{err.strerror}; nothing after it was deleted{_so_far(deleted)}"
+            ) from None
         deleted.append(name)
+        try:
+            fsync_dir(directory)
+        except OSError as err:
+            raise ColdError(
+                f"the fsync of {directory} failed: {err.strerror}; nothing more was deleted"
+                f"{_so_far(deleted)}"
+            ) from None
     return deleted
+
+
+def _delete_sidecar(path: str) -> None:
+    """A plain file only: anything else under a sidecar's name is reported, never deleted."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        os.unlink(path)
+
+
+def _so_far(deleted: list[str]) -> str:
+    return f" (deleted so far: {', '.join(map(shown, deleted))})" if deleted else ""
 
 
 def release_keepers(decision: DatasetPrune) -> tuple[list[str], str | None]:

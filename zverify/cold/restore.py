@@ -8,13 +8,20 @@ every snapshot the file carries must exist on the target with the stream's GUID:
 status of receive proves nothing.  Each receive is fed through the relay (receive_file): the
 file is validated a second time as it goes to the kernel, so a file that changed after the
 first reading is stopped at its first bad record, before any of that record reaches receive.
+
+The caller holds the archive's readers' lock (zverify.cold.lock): no prune or clean deletes a
+file of the plan meanwhile.  Files are opened without following a symlink or blocking on a
+FIFO, and must still be the very files the check read (zverify.cold.entries).
 """
 
 import os
 import shlex
 from dataclasses import dataclass
 
+from zverify.cold import entries
 from zverify.cold.check import ArchiveReport
+from zverify.cold.entries import Identity
+from zverify.cold.names import shown
 from zverify.errors import ColdError, UnrestorableError
 from zverify.sendstream.chain import Restorable
 from zverify.sendstream.validate import ProgressHook, verify_stream
@@ -55,14 +62,19 @@ def check_target(target: str) -> None:
         raise ColdError(f"{target} exists: restore creates a new dataset (destroy or rename it)")
 
 
-def verify_files(directory: str, plan: RestorePlan) -> None:
+def verify_files(directory: str, plan: RestorePlan, report: ArchiveReport | None = None) -> None:
     """Read every file of the plan completely now; raise UnrestorableError on the first bad."""
+    read = {f.name: f.identity for f in report.files} if report else {}
     for name in plan.files:
-        report = verify_stream(os.path.join(directory, name))
-        if not report.valid:
-            what = report.problems[0] if report.problems else None
+        fd = _open(os.path.join(directory, name), read.get(name))
+        try:
+            checked = verify_stream(fd)
+        finally:
+            os.close(fd)
+        if not checked.valid:
+            what = checked.problems[0] if checked.problems else None
             where = f" at byte {what.offset}: {what.message}" if what else ""
-            raise UnrestorableError(f"{name} is damaged{where}; nothing was received")
+            raise UnrestorableError(f"{shown(name)} is damaged{where}; nothing was received")
 
 
 def receive_all(
@@ -71,47 +83,64 @@ def receive_all(
     """Receive the plan's files in order, proving each by GUID on the target.
     progress(bytes) counts over the whole plan."""
     steps = {f.name: f.archived for f in report.files if f.archived is not None}
+    read = {f.name: f.identity for f in report.files}
     done: list[str] = []
     base = 0
     for name in plan.files:
         archived = steps[name]
         assert archived is not None
         hook = (lambda n, at=base: progress(at + n)) if progress else None
-        receive_file(os.path.join(directory, name), plan.target, done, hook)
+        receive_file(os.path.join(directory, name), plan.target, done, hook, read.get(name))
         base += archived.size
         have = {s.guid for s in inventory.snapshots(plan.target) if not s.bookmark}
         for step in archived.steps_of(plan.dataset):
             if step.to_guid not in have:
                 raise ColdError(
-                    f"after receiving {name}, {plan.target}@{step.snapshot} with guid "
+                    f"after receiving {shown(name)}, {plan.target}@{step.snapshot} with guid "
                     f"{step.to_guid} is not there: the restore is not proven"
                 )
         done.append(name)
 
 
 def receive_file(
-    path: str, target: str, done: list[str] | None = None, progress: ProgressHook | None = None
+    path: str,
+    target: str,
+    done: list[str] | None = None,
+    progress: ProgressHook | None = None,
+    expect: Identity | None = None,
 ) -> None:
     """Feed one file to `zfs receive` through the relay: validated again as it is read, each
     byte passed on only once verified, and the receive killed on the first bad record, so
     that nothing damaged is ever applied even if the file changed since it was checked."""
-    name = os.path.basename(path)
-    with command.receiving(target) as pipe:
-        report = verify_stream(path, relay_to=pipe, progress=progress)
-        if not report.readable:
-            what = report.problems[0].message if report.problems else "unreadable"
-            raise ColdError(f"{name}: {what}; its receive was aborted{_so_far(done)}")
-        if not report.valid or report.relayed != report.size:
-            first = report.problems[0] if report.problems else None
-            where = f" at byte {first.offset}: {first.message}" if first else ""
-            raise UnrestorableError(
-                f"{name} changed since it was checked{where}; its receive was aborted before "
-                f"the damaged record{_so_far(done)}"
-            )
+    name = shown(os.path.basename(path))
+    fd = _open(path, expect)
+    try:
+        with command.receiving(target) as pipe:
+            report = verify_stream(fd, relay_to=pipe, progress=progress)
+            if not report.readable:
+                what = report.problems[0].message if report.problems else "unreadable"
+                raise ColdError(f"{name}: {what}; its receive was aborted{_so_far(done)}")
+            if not report.valid or report.relayed != report.size:
+                first = report.problems[0] if report.problems else None
+                where = f" at byte {first.offset}: {first.message}" if first else ""
+                raise UnrestorableError(
+                    f"{name} changed since it was checked{where}; its receive was aborted "
+                    f"before the damaged record{_so_far(done)}"
+                )
+    finally:
+        os.close(fd)
+
+
+def _open(path: str, expect: Identity | None) -> int:
+    """The archive file, safely (never a symlink, a FIFO, or another file than was checked)."""
+    try:
+        return entries.open_regular(path, expect)
+    except OSError as err:
+        raise ColdError(f"cannot open {shown(os.path.basename(path))}: {err.strerror}") from None
 
 
 def _so_far(done: list[str] | None) -> str:
-    return f" (received and proven before it: {', '.join(done)})" if done else ""
+    return f" (received and proven before it: {', '.join(map(shown, done))})" if done else ""
 
 
 def script(directory: str, plan: RestorePlan) -> str:

@@ -1,28 +1,39 @@
 """send_to_archive(): one `zfs send` into an archive file, proven before it is kept.
 
-The stream is written to NAME.partial (created exclusively: two senders never share a file)
-by the C scanner's relay as it validates the bytes (each written once verified); only when
-`zfs send` and the writes succeeded, the stream is valid, its GUIDs are the ones planned and
-the file holds every byte scanned, the file is fsynced, renamed into place and its directory
-fsynced.  Then a sidecar NAME.json (for people; the stream never needs it) and a bookmark of
-the sent snapshot, which keeps the base of the next incremental alive at no space cost (or,
-with hold, a user hold on the snapshot itself, moved forward from the previous base).  Any
-failure removes the .partial this run made and raises ColdError: nothing half-written ever
-looks like a stream.
+The caller holds the archive's writers' lock (zverify.cold.lock).  The stream is written to
+NAME.partial (created exclusively, never through a symlink: two senders never share a file;
+flock()ed for as long as it is written, so that `cold check` sees a send in progress and
+`cold clean` never removes it) by the C scanner's relay as it validates the bytes (each written
+once verified); only when `zfs send` and the writes succeeded, the stream is valid, its GUIDs
+are the ones planned and the file holds every byte scanned, the file is fsynced, closed and
+renamed into place (never over anything) and its directory fsynced.  Then a sidecar NAME.json
+(for people; the stream never needs it) and a bookmark of the sent snapshot, which keeps the
+base of the next incremental alive at no space cost (or, with hold, a user hold on the
+snapshot itself, moved forward from the previous base).
+
+Any failure before the rename (zfs, a full filesystem, an I/O error of a write, fsync or
+close) removes the .partial this run made and raises ColdError naming the file and the error:
+nothing half-written ever looks like a stream.  A run killed outright leaves its .partial,
+which no command counts as a stream and `cold clean` removes.  A failure after the rename
+(the directory's fsync, the sidecar, the bookmark) says that the stream was archived and
+what is missing.
 """
 
 import contextlib
 import hashlib
 import json
 import os
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from zverify import __version__
-from zverify.cold import names
+from zverify.cold import entries, lock, names
+from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
-from zverify.errors import ColdError
+from zverify.errors import ColdError, ZverifyError
 from zverify.sendstream.validate import StreamReport, verify_stream
 from zverify.zfs import command, lzc
 
@@ -50,24 +61,49 @@ def send_to_archive(
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
     final = os.path.join(directory, name)
-    if os.path.lexists(final):
-        raise ColdError(f"{name} already exists in {directory}: refusing to overwrite it")
+    _refuse_existing(final)
     argv = _send_argv(dataset, plan, flags)
     partial = final + names.PARTIAL
-    _create_exclusive(partial)
+    fd, mine = _create_exclusive(directory, partial)
     try:
-        report = _send_and_validate(argv, partial, progress)
-        _prove(report, plan, partial)
-        _fsync(partial)
-        digest = _sha256(partial)
-        os.rename(partial, final)
-    except BaseException:
-        _remove(partial)
+        report = _send_and_validate(argv, fd, partial, progress)
+        _prove(report, plan, fd, partial)
+        _io("fsync of", partial, os.fsync, fd)
+        digest = _sha256(fd, partial)
+        closing, fd = fd, -1
+        _io("closing", partial, os.close, closing)  # NFS reports write errors here
+        _refuse_existing(final)
+        _io("renaming into place", partial, os.rename, partial, final)
+    except BaseException as err:
+        left = _discard(fd, partial, mine)
+        if left and isinstance(err, ZverifyError):
+            raise ColdError(f"{err}; {left}") from None
         raise
-    fsync_dir(directory)
-    _write_sidecar(final, dataset, plan, argv, report, digest)
-    keeper = _hold(dataset, plan) if hold else _bookmark(dataset, plan.to.name)
+    sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
+    _io(f"{sent}, but the fsync of the directory", directory, fsync_dir, directory)
+    missing = _write_sidecar(final, dataset, plan, argv, report, digest)
+    try:
+        keeper = _hold(dataset, plan) if hold else _bookmark(dataset, plan.to.name)
+    except ZverifyError as err:
+        what = "holding" if hold else "bookmarking"
+        raise ColdError(f"{sent}, but {what} {dataset}@{plan.to.name} failed: {err}") from None
+    if missing:
+        raise ColdError(f"{sent} and kept by {keeper}, but {missing}")
     return SentFile(name, report.size, digest, keeper)
+
+
+def _refuse_existing(final: str) -> None:
+    if os.path.lexists(final):
+        name, where = names.shown(os.path.basename(final)), os.path.dirname(final) or "."
+        raise ColdError(f"{name} already exists in {where}: refusing to overwrite it")
+
+
+def _io(doing: str, path: str, call: Callable[..., Any], *args: Any) -> Any:
+    """call(*args); an OSError becomes one line naming what was done to which file."""
+    try:
+        return call(*args)
+    except OSError as err:
+        raise ColdError(f"{doing} {names.shown(path)} failed: {err.strerror or err}") from None
 
 
 def _send_argv(dataset: str, plan: SendPlan, flags: list[str]) -> list[str]:
@@ -77,45 +113,65 @@ def _send_argv(dataset: str, plan: SendPlan, flags: list[str]) -> list[str]:
     return [*argv, f"{dataset}@{plan.to.name}"]
 
 
-def _create_exclusive(path: str) -> None:
+def _create_exclusive(directory: str, path: str) -> tuple[int, Identity]:
+    """NAME.partial, new (never an existing file, never through a symlink), flock()ed."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        fd = os.open(path, flags, 0o600)
     except FileExistsError:
-        raise ColdError(
-            f"{path} exists: another send is running, or one was interrupted "
-            "(`zverify cold check` lists it; remove it once no send runs)"
-        ) from None
+        raise ColdError(_existing_partial(directory, path)) from None
     except OSError as err:
-        raise ColdError(f"cannot create {path}: {err.strerror}") from None
+        raise ColdError(f"cannot create {names.shown(path)}: {err.strerror}") from None
+    try:
+        lock.hold_partial(fd)
+        return fd, Identity.of(os.fstat(fd))
+    except OSError as err:
+        os.close(fd)
+        os.unlink(path)
+        raise ColdError(f"cannot lock {names.shown(path)}: {err.strerror}") from None
+
+
+def _existing_partial(directory: str, path: str) -> str:
+    shown = names.shown(path)
+    try:
+        fd = entries.open_regular(path)
+    except (OSError, entries.Changed):
+        return f"{shown} exists and is not a file this send can use: remove it"
+    try:
+        if lock.partial_in_progress(fd):
+            who = lock.holders(fd)
+            return f"{shown} is being written by another send{f' ({who})' if who else ''}"
+    finally:
+        os.close(fd)
+    return (
+        f"{shown} was left by an interrupted send: `zverify cold clean --yes "
+        f"{shlex.quote(directory)}` removes it"
+    )
 
 
 def _send_and_validate(
-    argv: list[str], partial: str, progress: Callable[[int], None] | None
+    argv: list[str], out: int, partial: str, progress: Callable[[int], None] | None
 ) -> StreamReport:
     """The scanner reads `zfs send` and relays what it verified into the partial file: one
     pass, no second copy; a stream that goes bad stops being written at its bad record."""
     zfs = command.popen(argv)
     assert zfs.stdout is not None
     try:
-        out = os.open(partial, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
-        try:
-            report = verify_stream(zfs.stdout.fileno(), progress=progress, relay_to=out)
-        finally:
-            os.close(out)
+        report = verify_stream(zfs.stdout.fileno(), progress=progress, relay_to=out)
     finally:
         zfs.stdout.close()  # zfs gets SIGPIPE if the scan stopped early
         zfs_err = zfs.communicate()[1].decode(errors="replace")
     written = next((p for p in report.problems if p.code == "relay"), None)
     if written is not None:
-        raise ColdError(f"writing {partial} failed: {written.message}")
+        raise ColdError(f"writing {names.shown(partial)} failed: {written.message}")
     if zfs.returncode != 0:
         raise ColdError(f"`zfs {' '.join(argv)}` failed (exit {zfs.returncode}): {zfs_err}")
     if report.valid and report.relayed != report.size:
-        raise ColdError(f"{partial}: {report.relayed} of {report.size} bytes written")
+        raise ColdError(f"{names.shown(partial)}: {report.relayed} of {report.size} bytes written")
     return report
 
 
-def _prove(report: StreamReport, plan: SendPlan, partial: str) -> None:
+def _prove(report: StreamReport, plan: SendPlan, fd: int, partial: str) -> None:
     if not report.valid:
         what = report.problems[0].message if report.problems else "invalid"
         raise ColdError(f"the stream `zfs send` produced is not valid: {what}")
@@ -126,23 +182,27 @@ def _prove(report: StreamReport, plan: SendPlan, partial: str) -> None:
             f"the stream goes from guid {first.fromguid} to {last.toguid}, "
             f"not {want_from} to {plan.to.guid} as planned"
         )
-    on_disk = os.stat(partial).st_size
+    on_disk = _io("stat of", partial, os.fstat, fd).st_size
     if on_disk != report.size:
-        raise ColdError(f"{partial} holds {on_disk} bytes, the stream {report.size}")
+        raise ColdError(f"{names.shown(partial)} holds {on_disk} bytes, the stream {report.size}")
 
 
-def _sha256(path: str) -> str:
+def _sha256(fd: int, partial: str) -> str:
     """Read back from the file itself: the digest is of what was stored, not what was sent."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
+    at = 0
+    while chunk := _io("reading back", partial, os.pread, fd, 1 << 20, at):
+        h.update(chunk)
+        at += len(chunk)
     return h.hexdigest()
 
 
 def _write_sidecar(
     final: str, dataset: str, plan: SendPlan, argv: list[str], report: StreamReport, digest: str
-) -> None:
+) -> str | None:
+    """NAME.json, by the same exclusive .partial and rename as the stream (never over an
+    existing entry).  Returns what went wrong, in words, or None: a sidecar is never needed
+    to restore, so its failure does not undo the archived stream."""
     first, last = report.substreams[0], report.substreams[-1]
     doc = {
         "dataset": dataset,
@@ -160,14 +220,26 @@ def _write_sidecar(
         "zfs_version": (command.optional("version") or "").strip().splitlines(),
         "zverify_version": __version__,
     }  # fmt: skip
-    tmp = final + ".json" + names.PARTIAL
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, final + ".json")
-    fsync_dir(os.path.dirname(final) or ".")
+    directory = os.path.dirname(final) or "."
+    target = final + ".json"
+    tmp = target + names.PARTIAL
+    data = (json.dumps(doc, indent=2) + "\n").encode()
+    fd, mine = -1, None
+    try:
+        fd, mine = _create_exclusive(directory, tmp)
+        view = memoryview(data)
+        while view:
+            view = view[_io("writing", tmp, os.write, fd, view) :]
+        _io("fsync of", tmp, os.fsync, fd)
+        closing, fd = fd, -1
+        _io("closing", tmp, os.close, closing)
+        _refuse_existing(target)
+        _io("renaming into place", tmp, os.rename, tmp, target)
+        _io("fsync of the directory", directory, fsync_dir, directory)
+    except ColdError as err:
+        left = _discard(fd, tmp, mine) if mine is not None else None
+        return f"its sidecar was not written: {err}{f'; {left}' if left else ''}"
+    return None
 
 
 def _bookmark(dataset: str, snapshot: str) -> str:
@@ -206,6 +278,21 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
+def _discard(fd: int, path: str, mine: Identity) -> str | None:
+    """Close (if still open) and remove this run's .partial; what is left behind, in words,
+    when it cannot be removed (never a file that is not the one this run created)."""
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    try:
+        if not mine.same_file(os.lstat(path)):
+            return None  # not ours any more: never removed
         os.unlink(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return (
+            f"{names.shown(path)} could not be removed ({err.strerror}): no command counts it "
+            "as a stream; `zverify cold clean --yes` removes it"
+        )
+    return None

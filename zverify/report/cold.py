@@ -1,12 +1,21 @@
-"""Rendering of `cold check` and `cold prune`: text for people, JSON (GUIDs as decimal strings).
-The JSON schemas are in docs/schema/ (cold-check, cold-send, cold-prune); `cold send` builds
-its document in cli/cold.py."""
+"""Rendering of `cold check`, `cold prune` and `cold clean`: text for people, JSON (GUIDs as
+decimal strings).  The JSON schemas are in docs/schema/ (cold-check, cold-send, cold-prune);
+`cold send` builds its document in cli/cold.py.
+
+An archive directory may hold any name: in text, every name goes through pathnames'
+for_terminal (bytes that are not UTF-8 as \\xHH, a newline as \\n) and nothing else in a
+line may break it, so that one entry is one line; in JSON a file name that is not UTF-8 is
+escaped the same way and flagged "file_escaped" (docs/schema/README.md).
+"""
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
 from zverify.cold.check import ArchiveReport, FileReport, Problem
+from zverify.cold.clean import Leftover
+from zverify.cold.names import for_json, shown
 from zverify.cold.prune import DatasetPrune
 from zverify.sendstream.chain import Restorable
 
@@ -22,14 +31,32 @@ def check_text(report: ArchiveReport) -> str:
         lines += [f"  {_restorable(r)}" for r in plan.restorable] or ["  nothing restorable"]
         for chain in report.chains.get(dataset, []):
             lines.append(
-                f"  chain from {chain.full}: {len(chain.files)} files, {chain.bytes:,} bytes"
+                f"  chain from {shown(chain.full)}: {len(chain.files)} files, {chain.bytes:,} bytes"
             )
+    busy = [f for f in report.files if f.in_progress]
+    if busy:
+        lines.append("in progress:")
+        lines += [f"  {shown(f.name)}: {f.in_progress}" for f in busy]
     problems = report.all_problems
     if problems:
         lines.append("problems:")
-        lines += [f"  {p.kind:<14} {p.file}: {p.message}" for p in problems]
+        lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
     lines.append(_verdict(report, problems))
-    return "\n".join(lines) + "\n"
+    return _text(lines)
+
+
+def _text(lines: list[str]) -> str:
+    """One line per line, whatever a message holds (names in it are shown() already; this is
+    for the rest, e.g. a directory given in bytes that are not UTF-8)."""
+    return "".join(_CONTROL.sub(_escape, line) + "\n" for line in lines)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\udc80-\udcff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = ord(match.group(0))
+    return f"\\x{char - 0xDC00 if char >= 0xDC80 else char:02x}"
 
 
 def _restorable(r: Restorable) -> str:
@@ -42,7 +69,9 @@ def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
         unread = sum(not f.readable for f in report.files)
         return f"INCOMPLETE: {unread} file(s) could not be read"
     if not problems:
-        return "INTACT: every file intact, every incremental reachable from a full"
+        busy = sum(bool(f.in_progress) for f in report.files)
+        during = f" ({busy} file(s) of a send in progress not counted)" if busy else ""
+        return f"INTACT: every file intact, every incremental reachable from a full{during}"
     counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(p.kind for p in problems).items()))
     return f"PROBLEMS: {len(problems)} ({counts})"
 
@@ -64,7 +93,7 @@ def check_json(report: ArchiveReport) -> str:
                 "dataset": d,
                 "restorable": [_restorable_doc(r) for r in plan.restorable],
                 "chains": [
-                    {"full": c.full, "files": list(c.files), "bytes": c.bytes}
+                    {"full": _name(c.full), "files": [_name(n) for n in c.files], "bytes": c.bytes}
                     for c in report.chains.get(d, [])
                 ],
                 "problems": [_problem_doc(p) for p in by_dataset[d]],
@@ -82,13 +111,29 @@ def _restorable_doc(r: Restorable) -> dict[str, Any]:
         "snapshot": r.snapshot,
         "guid": str(r.guid),
         "creation_time": r.creation_time,
-        "files": list(r.files),
+        "files": [_name(n) for n in r.files],
         "bytes": r.bytes,
     }
 
 
+def _name(name: str) -> str:
+    """A file name inside a list, where no flag can go (or text for people that may hold
+    one): escaped only when not UTF-8, never a lone surrogate in the JSON."""
+    return for_json(name)[0]
+
+
+_message = _name
+
+
+def _file_key(name: str) -> dict[str, Any]:
+    text, escaped = for_json(name)
+    return {"file": text, "file_escaped": True} if escaped else {"file": text}
+
+
 def _file_doc(f: FileReport) -> dict[str, Any]:
-    doc: dict[str, Any] = {"file": f.name, "valid": f.valid, "kind": f.kind, "bytes": f.size}
+    doc: dict[str, Any] = {**_file_key(f.name), "valid": f.valid, "kind": f.kind, "bytes": f.size}
+    if f.in_progress:
+        doc["in_progress"] = _message(f.in_progress)
     if f.archived is not None:
         first, last = f.archived.steps[0], f.archived.steps[-1]
         doc |= {
@@ -102,7 +147,7 @@ def _file_doc(f: FileReport) -> dict[str, Any]:
 
 
 def _problem_doc(p: Problem) -> dict[str, Any]:
-    doc: dict[str, Any] = {"file": p.file, "kind": p.kind, "message": p.message}
+    doc: dict[str, Any] = {**_file_key(p.file), "kind": p.kind, "message": _message(p.message)}
     if p.offset is not None:
         doc["offset"] = p.offset
     return doc
@@ -116,10 +161,11 @@ def prune_text(
     actions: dict[str, dict[str, Any]],
     yes: bool,
     blocked: str | None = None,
+    problems: list[Problem] | None = None,
 ) -> str:
     lines = [] if decisions or not blocked else [f"REFUSED: {blocked}; nothing deleted"]
     for d in decisions:
-        kept = ", ".join(c.full for c in d.keep) or "none"
+        kept = ", ".join(shown(c.full) for c in d.keep) or "none"
         lines.append(f"{d.dataset}: keeping {len(d.keep)} chain(s) from {kept}")
         if d.newest_kept is not None and d.remove:
             lines.append(
@@ -135,7 +181,7 @@ def prune_text(
         done = actions.get(d.dataset, {})
         verb = "deleted" if done.get("deleted") else "would delete"
         lines.append(f"  {verb} {len(d.files)} file(s), {d.bytes:,} bytes, in this order:")
-        lines += [f"    {name}" for name in d.files]
+        lines += [f"    {shown(name)}" for name in d.files]
         lost = ", ".join(f"@{r.snapshot}" for r in d.lost)
         lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
         for name in done.get("released") or []:
@@ -144,7 +190,10 @@ def prune_text(
             lines.append(f"  {done['note']}")
     if not yes and any(d.files and not d.refused for d in decisions):
         lines.append("dry run: nothing deleted (--yes deletes)")
-    return "\n".join(lines) + "\n"
+    if blocked and problems:
+        lines.append("problems (`zverify cold check` tells more):")
+        lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
+    return _text(lines)
 
 
 def prune_json(
@@ -152,25 +201,50 @@ def prune_json(
     actions: dict[str, dict[str, Any]],
     yes: bool,
     blocked: str | None = None,
+    problems: list[Problem] | None = None,
 ) -> str:
+    done = {
+        dataset: {k: [_name(n) for n in v] if k == "deleted" else v for k, v in action.items()}
+        for dataset, action in actions.items()
+    }
     doc = {
         "schema": PRUNE_SCHEMA,
         "dry_run": not yes,
-        "refused": blocked,
+        "refused": _message(blocked) if blocked else None,
+        "problems": [_problem_doc(p) for p in problems or []],
         "datasets": [
             {
                 "dataset": d.dataset,
-                "keep": [c.full for c in d.keep],
+                "keep": [_name(c.full) for c in d.keep],
                 "newest_kept": _restorable_doc(d.newest_kept) if d.newest_kept else None,
-                "remove": d.files,
+                "remove": [_name(n) for n in d.files],
                 "bytes": d.bytes,
                 "lost": [{"snapshot": r.snapshot, "guid": str(r.guid)} for r in d.lost]
                 if d.files
                 else [],
                 "refused": d.refused,
-                **actions.get(d.dataset, {}),
+                **done.get(d.dataset, {}),
             }
             for d in decisions
         ],
     }
     return json.dumps(doc, indent=2) + "\n"
+
+
+# -- clean ----------------------------------------------------------------------------------
+
+
+def clean_text(directory: str, found: list[Leftover], yes: bool) -> str:
+    leftovers = [f for f in found if not f.left and not f.in_progress]
+    lines = [f"archive {directory}: {len(leftovers)} leftover(s) of interrupted sends"]
+    for f in found:
+        if f.left:
+            lines.append(f"  left alone {shown(f.name)}: {f.left}")
+        elif f.in_progress:
+            lines.append(f"  in progress {shown(f.name)}: {f.in_progress}, not a leftover")
+        else:
+            verb = "removed" if f.removed else "would remove"
+            lines.append(f"  {verb} {shown(f.name)} ({f.bytes:,} bytes)")
+    if leftovers and not yes:
+        lines.append("dry run: nothing removed (--yes removes)")
+    return _text(lines)

@@ -1,0 +1,104 @@
+"""`cold clean`: remove the leftovers of interrupted sends (NAME.partial), and nothing else.
+
+A send killed outright (SIGKILL, a power cut) cannot remove its NAME.partial.  No command
+ever counts one as a stream, but `cold check` reports it and `cold prune` deletes nothing
+while one exists, so it is removed here, only when asked (--yes), and only when at that very
+moment all of this holds:
+
+* the caller holds the archive exclusively (zverify.cold.lock: no send, prune or reader runs);
+* the entry is a regular file named *.partial with a single link, owned by root, the
+  archive's owner or the user running zverify (zverify.cold.entries);
+* nobody holds its flock: the send writing a .partial holds it until the rename, so a file
+  whose lock this command gets is no running send's.  The lock is held across the unlink,
+  and the name must still be the file that was opened and locked.
+
+Anything else named *.partial is reported with why it was left alone.
+"""
+
+import errno
+import fcntl
+import os
+import stat
+from dataclasses import dataclass
+
+from zverify.cold import entries, lock, names
+from zverify.cold.entries import Identity
+from zverify.cold.send import fsync_dir
+from zverify.errors import ColdError
+
+
+@dataclass
+class Leftover:
+    name: str
+    bytes: int = 0
+    removed: bool = False
+    left: str | None = None  # why it is not removed (None: a leftover that may go)
+    in_progress: str | None = None  # dry run only: a running send holds it (who): no leftover
+
+
+def clean(directory: str, remove: bool) -> list[Leftover]:
+    """Every *.partial of the directory, in name order; with remove, the leftovers removed.
+    Raises OSError when the directory cannot be listed, ColdError when a removal fails."""
+    with os.scandir(directory) as it:
+        listed = sorted(e.name for e in it if e.name.endswith(names.PARTIAL))
+    owner = os.stat(directory).st_uid
+    found = []
+    for name in listed:
+        item = _one(directory, name, owner, remove)
+        if item is not None:
+            found.append(item)
+    if any(f.removed for f in found):
+        try:
+            fsync_dir(directory)
+        except OSError as err:
+            raise ColdError(f"the fsync of {directory} failed: {err.strerror}") from None
+    return found
+
+
+def _one(directory: str, name: str, owner: int, remove: bool) -> Leftover | None:
+    path = os.path.join(directory, name)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None  # gone meanwhile (only possible without --yes: a send finished)
+    except OSError as err:
+        return Leftover(name, left=f"cannot stat: {err.strerror}")
+    if not stat.S_ISREG(st.st_mode):
+        return Leftover(name, left=f"{entries.what(path, st)}, not a send's file")
+    item = Leftover(name, st.st_size)
+    doubts = entries.doubts(st, owner)
+    if doubts:
+        item.left = f"{doubts[0][1]}: not this archive's own file"
+        return item
+    try:
+        fd = entries.open_regular(path, Identity.of(st))
+    except (OSError, entries.Changed) as err:
+        item.left = f"cannot open: {err.strerror}" if isinstance(err, OSError) else str(err)
+        return item
+    try:
+        if not remove:
+            if lock.partial_in_progress(fd):
+                item.in_progress = _writing(fd)
+            return item
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # while this command holds the archive: not a zverify send
+            item.left = f"{_writing(fd)} that does not hold the archive's lock"
+            return item
+        if not Identity.of(st).same_file(os.lstat(path)):
+            item.left = "replaced while it was looked at: not removed"
+            return item
+        os.unlink(path)
+        item.removed = True
+        return item
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            return None
+        raise ColdError(f"removing {names.shown(name)} failed: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _writing(fd: int) -> str:
+    who = lock.holders(fd)
+    return f"being written by a running send{f' ({who})' if who else ''}"
