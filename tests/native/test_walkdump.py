@@ -9,6 +9,7 @@ ZVERIFY_WALKDUMP, so that any data race in the walker fails these tests.
 """
 
 import ast
+import errno
 import os
 import shlex
 import shutil
@@ -268,14 +269,23 @@ def test_tree_has_what_the_walk_must_survive(full: list[str]) -> None:
         assert rows["locked/dir"][6].startswith("opendir:13:")
 
 
+def abandoned_mid_file(got: str, want: str) -> bool:
+    """got is want's file given up by a stopping walk: same stat, no digest, read EINTR."""
+    g, w = got.split("\t"), want.split("\t")
+    return g[:4] == w[:4] and g[4] == "-" and g[6].startswith(f"read:{errno.EINTR}:")
+
+
 @pytest.mark.parametrize("threads", ["1", "8"])
 @pytest.mark.parametrize("k", [0, 1, 100, 3000])
 def test_stop_from_another_thread(
     driver: list[str], tree: Path, full: list[str], threads: str, k: int
 ) -> None:
     records, end = dump(driver, tree, "-t", threads, "-s", str(k))
-    # records already on their way when the stop lands may still come out, in order
-    assert records == full[: len(records)] and len(records) >= k
+    # records already on their way when the stop lands may still come out, in order; a file
+    # being read at that moment is abandoned (no digest, error read EINTR at its offset)
+    assert len(records) >= k and len(records) <= len(full)
+    for got, want in zip(records, full, strict=False):
+        assert got == want or abandoned_mid_file(got, want), (got, want)
     assert end in (f"end ESTOPPED records={len(records)}", f"end EDONE records={len(full)}")
 
 
