@@ -80,6 +80,9 @@ enum zv_sproblem {
                                  goes on, but what the payload says cannot be checked */
     ZV_SP_RELAY = 13,         /* fatal: the relay could not hold (ENOMEM) or write (err_no)
                                  the verified bytes; detail[0] = bytes relayed until then */
+    ZV_SP_ZEROS = 14,         /* fatal: a record header of zero bytes (no record is all zero):
+                                 detail[0] = zero bytes from `offset` on (read in one go, not
+                                 record by record), detail[1] = 1 if they run to the end */
 };
 
 /* Counters of the records since the previous BEGIN or END event. */
@@ -138,6 +141,14 @@ int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out);
  * @return ZV_OK with an event, or ZV_EDONE after the EOF event was returned.
  */
 int zv_stream_next(zv_stream *s, zv_sevent *ev);
+
+/*
+ * Stop framing: the rest of the input is only read (to count its bytes and to
+ * report a read error), one buffer per call, with no event but PROGRESS and
+ * EOF.  For a caller that knows nothing after this point can change its
+ * verdict (data after the end of the stream).  Stops the relay.
+ */
+void zv_stream_skip_rest(zv_stream *s);
 
 /* Bytes consumed so far (for progress bars between events). */
 uint64_t zv_stream_bytes(const zv_stream *s);

@@ -218,6 +218,17 @@ static PyObject *Scanner_stop_relay(ScannerObject *self, PyObject *Py_UNUSED(ign
     Py_RETURN_NONE;
 }
 
+static PyObject *Scanner_skip_rest(ScannerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "StreamScanner is busy in another thread");
+        return NULL;
+    }
+    if (self->scan)
+        zv_stream_skip_rest(self->scan);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Scanner_close(ScannerObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (self->busy) {
@@ -241,6 +252,8 @@ static PyMethodDef Scanner_methods[] = {
     {"relayed", (PyCFunction)Scanner_relayed, METH_NOARGS, "Bytes written to relay_fd so far."},
     {"stop_relay", (PyCFunction)Scanner_stop_relay, METH_NOARGS,
      "Write nothing more to relay_fd (the caller judged an event bad)."},
+    {"skip_rest", (PyCFunction)Scanner_skip_rest, METH_NOARGS,
+     "Stop framing: only read the rest (bytes counted, read errors reported), then EOF."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -310,6 +323,7 @@ static int add_stream_constants(PyObject *m)
         {"SP_IO", ZV_SP_IO},
         {"SP_NOMEM", ZV_SP_NOMEM},
         {"SP_RELAY", ZV_SP_RELAY},
+        {"SP_ZEROS", ZV_SP_ZEROS},
         {"DRR_SIZE", ZV_DRR_SIZE},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)

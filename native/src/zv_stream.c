@@ -18,9 +18,11 @@
  * one damaged spot yields one report instead of a cascade over every later
  * record, and the reported span stays tight.
  */
+#define _GNU_SOURCE /* SEEK_DATA */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zvstream.h"
@@ -248,6 +250,7 @@ struct zv_stream {
     int eof;                  /* input ended (EOF or error already reported) */
     uint64_t off;             /* stream offset of cur[cpos] */
     int done, started;
+    int skip;                 /* zv_stream_skip_rest(): only count the bytes left */
     int swap, big_endian;
     size_t nvlist_max;
     uint64_t progress_every, next_progress;
@@ -542,6 +545,82 @@ static int eat_payload(zv_stream *s, uint64_t len, int keep)
     return 0;
 }
 
+/* The number of zero bytes p[0..n) starts with. */
+static size_t zero_prefix(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        uint64_t w[8];
+        memcpy(w, p + i, sizeof w);
+        if ((w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7]) != 0)
+            break;
+    }
+    while (i < n && p[i] == 0)
+        i++;
+    return i;
+}
+
+/*
+ * The buffer is used up inside a run of zeros: if fd is a file positioned in a
+ * hole, go to where its data resumes (or its end) without reading the hole,
+ * which reads as zeros.  Pipes and anything lseek() cannot tell are read.
+ */
+static void skip_hole(zv_stream *s)
+{
+    off_t here = lseek(s->fd, 0, SEEK_CUR);
+    if (here < 0)
+        return;
+    off_t data = lseek(s->fd, here, SEEK_DATA);
+    if (data < 0) {
+        struct stat st;
+        /* ENXIO: no data from here on; the rest, up to the size, is hole */
+        if (errno != ENXIO || fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < here)
+            data = here;
+        else
+            data = st.st_size;
+    }
+    if (data <= here || lseek(s->fd, data, SEEK_SET) != data) {
+        lseek(s->fd, here, SEEK_SET); /* read on from where we were */
+        return;
+    }
+    s->off += (uint64_t)(data - here);
+}
+
+/*
+ * A record header of zeros (the current one): no record is all zero (a BEGIN
+ * has its magic, every other type a non-zero drr_type), so framing is lost.
+ * Such runs are what a pre-allocated or sparse file holds past the stream's
+ * end: read over all of them at once, report one problem naming where they
+ * start and how many bytes they are, and stop.
+ */
+static void zero_run(zv_stream *s)
+{
+    int r;
+    relay_stop(s);
+    while ((r = have_bytes(s)) > 0) {
+        size_t n = s->clen - s->cpos;
+        size_t z = zero_prefix(s->cur + s->cpos, n);
+        s->cpos += z;
+        s->off += z;
+        if (z < n)
+            break;
+        skip_hole(s);
+    }
+    zv_sevent *ev = problem(s, ZV_SP_ZEROS, 1);
+    ev->detail[0] = s->off - s->rec_off;
+    ev->detail[1] = r == 0;
+    finish(s);
+}
+
+/* zv_stream_skip_rest(): consume what is buffered or one read, no framing; EOF at the end. */
+static void skip_step(zv_stream *s)
+{
+    if (have_bytes(s) <= 0)
+        return finish(s); /* a read error is already queued */
+    s->off += s->clen - s->cpos;
+    s->cpos = s->clen;
+}
+
 /* A short first record is a truncated stream only if what is there starts like one. */
 static int has_magic(const unsigned char *hdr, size_t have)
 {
@@ -706,6 +785,8 @@ static void do_record(zv_stream *s, uint32_t type)
 /* Read and handle one record; queues its events. */
 static void step(zv_stream *s)
 {
+    if (s->skip)
+        return skip_step(s);
     /* The caller has seen every event of the previous record: release what it verified. */
     if (relay_flush(s, 0) < 0)
         return finish(s);
@@ -727,6 +808,8 @@ static void step(zv_stream *s)
     }
     if (!s->started && first_record(s) < 0)
         return finish(s);
+    if (zero_prefix(s->hdr, ZV_DRR_SIZE) == ZV_DRR_SIZE)
+        return zero_run(s);
     uint32_t type = load32(s->hdr, s->swap);
     s->rtype = type < ZV_DRR_NTYPES ? (int)type : -1;
     if (type == ZV_DRR_BEGIN) {
@@ -796,6 +879,12 @@ uint64_t zv_stream_bytes(const zv_stream *s)
 void zv_stream_stop_relay(zv_stream *s)
 {
     relay_stop(s);
+}
+
+void zv_stream_skip_rest(zv_stream *s)
+{
+    relay_stop(s);
+    s->skip = 1;
 }
 
 uint64_t zv_stream_relayed(const zv_stream *s)

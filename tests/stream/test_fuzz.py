@@ -1,4 +1,6 @@
-"""Mutated streams never crash, hang or grow memory: every input gets a report."""
+"""Mutated streams never crash, hang or grow memory: every input gets a report.  Also a
+brief, seeded fuzz of the scanner, the nvlist decoder and resume tokens (the long one is
+bench/fuzz_parsers.py); scripts/asan.sh runs these under ASan/UBSan."""
 
 from __future__ import annotations
 
@@ -9,6 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.stream.conftest import STREAMS, real_entries
+from tests.stream.fuzzing import (
+    nvlist_inputs,
+    run_nvlist,
+    run_stream,
+    run_token,
+    stream_inputs,
+    token_inputs,
+)
 from tests.stream.streamgen import package
 from zverify.sendstream.validate import verify_stream
 
@@ -70,3 +80,32 @@ def test_mutations_get_a_report(tmp_path: Path, muts: list[tuple[str, int, int]]
     for p in report.problems:
         assert 0 <= p.offset <= len(data)
     assert grown_kib < 64 << 10  # a hostile length never turns into a big allocation
+
+
+def brief(examples: int) -> settings:
+    """Seeded (derandomize): the same inputs on every run, so CI failures reproduce."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@brief(150)
+@given(stream_inputs())
+def test_scanner_fuzz(data: bytes) -> None:
+    run_stream(data)
+
+
+@brief(400)
+@given(nvlist_inputs())
+def test_nvlist_fuzz(data: bytes) -> None:
+    run_nvlist(data)
+
+
+@brief(300)
+@given(token_inputs())
+def test_token_fuzz(token: str) -> None:
+    run_token(token)

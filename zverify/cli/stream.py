@@ -86,8 +86,9 @@ def info(
     from zverify.report import stream as stream_report
 
     report = _scan(file, quiet or as_json)
-    render = stream_report.info_json if as_json else stream_report.info_text
-    sys.stdout.write(render(report))
+    render = stream_report.info_json_chunks if as_json else stream_report.info_text_chunks
+    for chunk in render(report):
+        sys.stdout.write(chunk)
     return report.exit_code
 
 

@@ -2,6 +2,8 @@
 schemas are in docs/schema/ (stream-verify, stream-info, stream-token)."""
 
 import json
+import textwrap
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,11 +29,27 @@ def verify_json(reports: list[StreamReport]) -> str:
 
 
 def info_json(report: StreamReport) -> str:
-    return json.dumps({"schema": INFO_SCHEMA, **report.as_dict()}, indent=2) + "\n"
+    return "".join(info_json_chunks(report))
+
+
+def info_json_chunks(report: StreamReport) -> Iterator[str]:
+    """The document json.dumps(indent=2) would make, one substream at a time: a package
+    of a quarter million substreams is never one string (nor one list of dicts)."""
+    text = json.dumps({"schema": INFO_SCHEMA, **report.as_dict(substreams=False)}, indent=2)
+    head, marker, tail = text.partition('"substreams": []')
+    if not report.substreams or not marker:
+        yield json.dumps({"schema": INFO_SCHEMA, **report.as_dict()}, indent=2) + "\n"
+        return
+    yield head + '"substreams": [\n'
+    last = len(report.substreams) - 1
+    for i, sub in enumerate(report.substreams):
+        item = textwrap.indent(json.dumps(sub.as_dict(), indent=2), "    ")
+        yield item + (",\n" if i < last else "\n")
+    yield "  ]" + tail + "\n"
 
 
 def _summary(r: StreamReport) -> str:
-    subs = len(r.substreams)
+    subs = len(r.substreams) + r.substreams_dropped
     # A package is named by what its header says it sends (for -R, the top dataset's
     # tosnap, not whichever child comes last), a plain stream by its snapshot.
     target = r.header.toname if r.header else r.substreams[-1].toname if subs else ""
@@ -87,6 +105,11 @@ def _substream_text(s: Substream) -> list[str]:
 
 
 def info_text(r: StreamReport) -> str:
+    return "".join(info_text_chunks(r))
+
+
+def info_text_chunks(r: StreamReport) -> Iterator[str]:
+    """info_text in pieces: the substreams one at a time."""
     verdict = "valid" if r.valid else "DAMAGED" if r.readable else "UNREADABLE"
     order = "big-endian" if r.big_endian else "little-endian"
     lines = [f"{r.source}: {r.kind}, {order}, {r.size} bytes, {r.records} records, {verdict}"]
@@ -105,13 +128,20 @@ def info_text(r: StreamReport) -> str:
             snaps = ", ".join(f"@{n}={g}" for n, g in sorted(ds.snapshots.items()))
             lines.append(f"  dataset {ds.name} (guid {ds.guid}): {snaps}")
     lines.append("substreams:")
+    yield "\n".join(lines) + "\n"
     for s in r.substreams:
-        lines += _substream_text(s)
+        yield "\n".join(_substream_text(s)) + "\n"
+    lines = []
+    if r.substreams_dropped:
+        lines.append(f"  ... and {r.substreams_dropped} more substreams, not listed")
     lines += [
         f"  problem at offset {p.offset} (record {p.record}): {p.message}" for p in r.problems
     ]
+    if r.problems_dropped:
+        lines.append(f"  ... and {r.problems_dropped} more problems")
     lines += [f"  warning at offset {w.offset}: {w.message}" for w in r.warnings]
-    return "\n".join(lines) + "\n"
+    if lines:
+        yield "\n".join(lines) + "\n"
 
 
 def _token_fields(tok: ResumeToken) -> dict[str, Any]:

@@ -14,10 +14,14 @@ import zlib
 from dataclasses import dataclass, field
 
 from zverify import _zvcore
-from zverify.sendstream.nvlist import NvDict, NvlistError, unpack
+from zverify.sendstream.nvlist import NvDict, NvlistError, NvlistLimitError, unpack
 
-MAX_PACKED = 16 << 20
+MAX_PACKED = 1 << 20
 """Far above any real token (a few hundred bytes), far below anything dangerous."""
+MAX_VALUES = 10_000
+"""Values decoded from its nvlist (a real token has about ten)."""
+MAX_TOKEN = 4 * MAX_PACKED
+"""Characters of a token: its hex payload is compressed, hence shorter than MAX_PACKED."""
 
 SUPPORTED_VERSION = 1
 
@@ -49,6 +53,8 @@ class ResumeToken:
 
 
 def _fields(token: str) -> tuple[int, int, int, bytes]:
+    if len(token) > MAX_TOKEN:
+        raise TokenError(f"a resume token of {len(token)} characters (limit {MAX_TOKEN})")
     parts = token.strip().split("-")
     if len(parts) != 4:
         raise TokenError("a resume token has four '-'-separated fields")
@@ -84,7 +90,7 @@ def decode_token(token: str) -> ResumeToken:
     if len(packed) != length or not inflater.eof:
         raise TokenError(f"resume token payload is not {length} bytes once decompressed")
     try:
-        nvlist = unpack(packed)
-    except NvlistError as err:
+        nvlist = unpack(packed, max_kept=MAX_VALUES)
+    except (NvlistError, NvlistLimitError) as err:
         raise TokenError(f"resume token nvlist: {err}") from None
     return ResumeToken(version=version, checksum_order=order, nvlist=nvlist)

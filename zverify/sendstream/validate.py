@@ -21,6 +21,12 @@ checks what the scanner cannot know from one record at a time:
 
 Every problem carries the byte offset and index of the record it concerns.  A report is
 `valid` only when the whole input was read and nothing at all was wrong.
+
+Memory does not grow with hostile input: problems, warnings and substreams are listed up
+to fixed limits and counted past them (a stream too large to list while intact is not
+judged: exit 2), nvlists keep only the values the checks read, and once nothing after a
+point can change the verdict (data past the end, a BEGIN without magic) the scanner only
+reads the rest (docs/design/sendstream.md, "Performance and memory").
 """
 
 from __future__ import annotations
@@ -33,13 +39,41 @@ from typing import Any
 from zverify import _zvcore, exitcodes
 from zverify.sendstream import format as fmt
 from zverify.sendstream.format import BeginFlag, HeaderType, RecordType
-from zverify.sendstream.nvlist import NvDict, NvlistError, unpack
+from zverify.sendstream.nvlist import (
+    SCALAR,
+    KeepSpec,
+    NvDict,
+    NvlistError,
+    NvlistLimitError,
+    unpack,
+)
 
 ProgressHook = Callable[[int], None]
 """Called with the number of bytes read so far."""
 
 PROGRESS_EVERY = 64 << 20
 MAX_PROBLEMS = 100
+MAX_SUBSTREAMS = 250_000
+"""Substreams listed (and checked for linkage and completeness) in a stream still intact.
+A stream with more is not judged: exit 2, never OK on a partial check."""
+MAX_DAMAGED_SUBSTREAMS = 1000
+"""Once a stream is damaged, no more substreams are listed beyond this many (they are
+counted): hostile input (a BEGIN repeated a million times) never grows memory."""
+KEPT_NVLIST_KEYS = ("resume_object", "resume_offset")
+KEPT_CRYPT_KEYS = ("to_ivset_guid", "from_ivset_guid")
+# What is kept of the BEGIN nvlists (all of each is checked): only what the checks read, so
+# a list of millions of pairs (props, snapprops, junk) never becomes millions of objects.
+SUBSTREAM_KEEP: KeepSpec = {
+    **{key: SCALAR for key in KEPT_NVLIST_KEYS},
+    "crypt_keydata": {key: SCALAR for key in KEPT_CRYPT_KEYS},
+}
+HEADER_MAX_KEPT = 1_000_000
+"""Values (datasets, snapshots...) kept of a package header: a header whose fss lists more
+is not judged (exit 2); 64 MiB of real header holds well under a million."""
+HEADER_KEEP: KeepSpec = {
+    **{key: SCALAR for key in ("tosnap", "fromsnap", "not_recursive", "raw")},
+    "fss": {"*": {"name": SCALAR, "origin": SCALAR, "snaps": {"*": SCALAR}}},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +238,7 @@ class StreamReport:
     problems: list[StreamProblem] = field(default_factory=list)
     warnings: list[StreamProblem] = field(default_factory=list)
     problems_dropped: int = 0
+    substreams_dropped: int = 0  # found but not listed: past the limits (see MAX_SUBSTREAMS)
     relayed: int | None = None  # bytes passed on to relay_to (verify_stream), else None
 
     @property
@@ -228,7 +263,8 @@ class StreamReport:
             return "unknown"
         return self.substreams[0].kind
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, substreams: bool = True) -> dict[str, Any]:
+        """substreams=False: an empty list in their place (rendered one at a time)."""
         out: dict[str, Any] = {
             "file": self.source,
             "valid": self.valid,
@@ -237,7 +273,8 @@ class StreamReport:
             "byte_order": "big" if self.big_endian else "little",
             "bytes": self.size,
             "records": self.records,
-            "substreams": [s.as_dict() for s in self.substreams],
+            "substreams": [s.as_dict() for s in self.substreams] if substreams else [],
+            "substreams_not_listed": self.substreams_dropped,
             "problems": [p.as_dict() for p in self.problems],
             "problems_not_listed": self.problems_dropped,
             "warnings": [w.as_dict() for w in self.warnings],
@@ -284,10 +321,14 @@ def _scan(
     every = PROGRESS_EVERY if progress else 0
     relay = -1 if relay_to is None else relay_to
     scanner = _zvcore.StreamScanner(fd, progress_every=every, relay_fd=relay)
+    skipping = False
     for ev in _events(scanner):
         check.event(ev)
         if not report.valid:
             scanner.stop_relay()  # the record is judged bad here, before its bytes go on
+        if check.skip and not skipping:
+            skipping = True
+            scanner.skip_rest()
         if progress:
             progress(ev.bytes)
     check.finish()
@@ -332,7 +373,10 @@ def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
         span = ev.span or (0, 0)
         return "checksum", f"END checksum mismatch: damage in bytes {span[0]}..{span[1]}"
     if ev.code == _zvcore.SP_BEGIN_MAGIC:
-        return "bad-record", "BEGIN record without the send magic in the stream's byte order"
+        msg = "BEGIN record without the send magic in the stream's byte order"
+        return "bad-record", msg + ": framing is lost, nothing after it is checked"
+    if ev.code == _zvcore.SP_ZEROS:
+        return "bad-record", _zeros(ev)
     if ev.code == _zvcore.SP_TOGUID:
         return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
     if ev.code == _zvcore.SP_IO:
@@ -343,6 +387,16 @@ def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
         why = os.strerror(ev.errno)
         return "relay", f"could not pass the stream on after {d[0]} verified bytes: {why}"
     return "internal", f"scanner problem code {ev.code}"
+
+
+def _zeros(ev: _zvcore.StreamEvent) -> str:
+    """One line for a run of zero bytes where a record should start (a sparse or
+    pre-allocated file's tail, a copy that stopped): where it starts and how long it is."""
+    n, to_end = ev.detail
+    msg = f"{n} bytes of zeros from offset {ev.offset}"
+    if to_end:
+        return msg + " to the end of the input: no record is all zeros"
+    return msg + f" (to offset {ev.offset + n}): no record is all zeros; not read past this point"
 
 
 class _Checker:
@@ -358,6 +412,11 @@ class _Checker:
         self.current: Substream | None = None
         self.fatal = False
         self.trailing_reported = False
+        self.skip = False  # nothing after this point can change the verdict: read, not framed
+        self.bad_begin = False  # the next BEGIN event is a record without the magic
+        self.open = (0, "")  # (index, toname) of the substream being read, listed or not
+        self.by_name: dict[str, Dataset] | None = None  # the header's datasets, by name
+        self.last: dict[str, Substream] = {}  # per dataset, its latest substream
         self.final_end: tuple[int, int] | None = None  # (offset, record) of a package's last END
 
     # -- reporting -------------------------------------------------------------------
@@ -375,7 +434,12 @@ class _Checker:
         if not self.trailing_reported:
             self.trailing_reported = True
             msg = "trailing data after the end of the stream (the final END)"
+            if ev.kind == _zvcore.EV_PROBLEM and ev.code == _zvcore.SP_ZEROS:
+                msg += ": " + _zeros(ev)
             self.problem(ev.offset, ev.record, msg, "trailing-data")
+        # Whatever follows, the stream is damaged: its bytes are counted, not framed
+        # record by record (a read error still makes it unreadable).
+        self.skip = True
 
     # -- events ----------------------------------------------------------------------
     def event(self, ev: _zvcore.StreamEvent) -> None:
@@ -397,6 +461,10 @@ class _Checker:
             self.report.readable = False  # not verified: exit 2, never OK nor DAMAGED
         elif self.state == self.DONE:
             return self.trailing(ev)
+        elif ev.code == _zvcore.SP_BEGIN_MAGIC:
+            # Not a BEGIN: framing cannot be trusted past it (no substream of it, and
+            # the rest is only read: hostile input repeats such records by the million).
+            self.bad_begin = self.skip = self.fatal = True
         self.problem(ev.offset, ev.record, message, code, ev.span)
 
     def add_segment(self, ev: _zvcore.StreamEvent, sub: Substream | None) -> None:
@@ -416,13 +484,17 @@ class _Checker:
 
     def on_begin(self, ev: _zvcore.StreamEvent) -> None:
         assert ev.header is not None
-        begin = fmt.parse_begin(ev.header, ev.big_endian)
         if self.state == self.DONE:
             self.report.records += ev.records
             return self.trailing(ev)
-        if self.state == self.SUB and self.current is not None:
+        if self.bad_begin:  # reported already; its records count with what came before
+            self.bad_begin = False
+            return self.add_segment(ev, self.current if self.state == self.SUB else None)
+        begin = fmt.parse_begin(ev.header, ev.big_endian)
+        if self.state == self.SUB:
             self.add_segment(ev, self.current)
-            msg = f"BEGIN while substream {self.current.index} ({self.current.toname}) has no END"
+            index, name = self.open
+            msg = f"BEGIN while substream {index} ({name}) has no END"
             self.problem(ev.offset, ev.record, msg, "nesting")
         elif self.state == self.HEADER:
             self.add_segment(ev, None)
@@ -442,17 +514,46 @@ class _Checker:
             self.problem(ev.offset, ev.record, "compound BEGIN inside a package", "nesting")
             return
         header = CompoundHeader(ev.offset, begin.toname, begin.features, None)
-        header.nvlist = self.decode_nvlist(ev, begin)
+        header.nvlist = self.decode_nvlist(ev, begin, HEADER_KEEP, HEADER_MAX_KEPT)
         header.nvlist_bytes = begin.payload_len
         header.datasets = _datasets(header.nvlist)
+        if header.nvlist is not None:
+            header.nvlist.pop("fss", None)  # now in datasets: not kept twice
         self.report.header = header
         self.package = True
         self.state = self.HEADER
         self.current = None
 
+    def listed(self, ev: _zvcore.StreamEvent) -> bool:
+        """Whether one more substream is listed, else counted (memory stays bounded)."""
+        report = self.report
+        limit = MAX_SUBSTREAMS if report.valid else MAX_DAMAGED_SUBSTREAMS
+        if not report.substreams_dropped and len(report.substreams) < limit:
+            return True
+        report.substreams_dropped += 1  # and, from the first, none is listed any more
+        if not report.valid:
+            return False
+        report.readable = False  # a partial check is no verdict: exit 2
+        msg = (
+            f"more than {MAX_SUBSTREAMS} substreams: linkage and completeness are not "
+            "checked past this point"
+        )
+        self.problem(ev.offset, ev.record, msg, "limit")
+        return False
+
     def begin_substream(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> None:
+        unknown = begin.features & ~fmt.KNOWN_FEATURES
+        if unknown:
+            names = ", ".join(fmt.feature_names(unknown))
+            self.warning(ev.offset, ev.record, f"unknown feature flags: {names}", "feature")
+        self.state = self.SUB
+        self.open = (len(self.report.substreams) + self.report.substreams_dropped, begin.toname)
+        if not self.listed(ev):
+            self.current = None
+            return  # nor its nvlist decoded: nothing would read it
+        nvlist = self.decode_nvlist(ev, begin, SUBSTREAM_KEEP)
         sub = Substream(
-            index=len(self.report.substreams),
+            index=self.open[0],
             offset=ev.offset,
             record=ev.record,
             toname=begin.toname,
@@ -462,17 +563,39 @@ class _Checker:
             objset_type=begin.objset_type,
             flags=begin.flags,
             features=begin.features,
+            nvlist=self.kept(ev, nvlist),
         )
-        sub.nvlist = self.decode_nvlist(ev, begin)
-        unknown = begin.features & ~fmt.KNOWN_FEATURES
-        if unknown:
-            names = ", ".join(fmt.feature_names(unknown))
-            self.warning(ev.offset, ev.record, f"unknown feature flags: {names}", "feature")
         self.report.substreams.append(sub)
         self.current = sub
-        self.state = self.SUB
+        if self.package:
+            _check_linkage(self, sub)
 
-    def decode_nvlist(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> NvDict | None:
+    def kept(self, ev: _zvcore.StreamEvent, nv: NvDict | None) -> NvDict | None:
+        """What a substream's nvlist is used for: the resume point and the raw-send IV-set
+        GUIDs, as integers; the rest (megabytes, in hostile input) is not kept."""
+        if nv is None:
+            return None
+        out: NvDict = {}
+        for key in KEPT_NVLIST_KEYS:
+            if key in nv:
+                out[key] = nv[key]
+        keydata = nv.get("crypt_keydata")
+        if isinstance(keydata, dict):
+            out["crypt_keydata"] = {k: keydata[k] for k in KEPT_CRYPT_KEYS if k in keydata}
+        bad = [k for k, v in _numbers(out) if not isinstance(v, int) or isinstance(v, bool)]
+        if bad:
+            msg = f"BEGIN nvlist: {bad[0]} is not an integer"
+            self.problem(ev.offset, ev.record, msg, "nvlist")
+            return None
+        return out
+
+    def decode_nvlist(
+        self,
+        ev: _zvcore.StreamEvent,
+        begin: fmt.BeginHeader,
+        keep: KeepSpec,
+        max_kept: int | None = None,
+    ) -> NvDict | None:
         if not begin.payload_len:
             return None
         if ev.payload is None:
@@ -480,7 +603,12 @@ class _Checker:
             self.warning(ev.offset, ev.record, msg, "nvlist")
             return None
         try:
-            return unpack(ev.payload)
+            return unpack(ev.payload, keep, max_kept)
+        except NvlistLimitError as err:
+            self.report.readable = False  # not checked, so not judged: exit 2
+            msg = f"BEGIN nvlist not checked: {err}"
+            self.problem(ev.offset, ev.record, msg, "limit")
+            return None
         except NvlistError as err:
             self.problem(ev.offset, ev.record, f"BEGIN nvlist does not decode: {err}", "nvlist")
             return None
@@ -489,11 +617,12 @@ class _Checker:
         if self.state == self.DONE:
             self.report.records += ev.records
             return self.trailing(ev)
-        if self.state == self.SUB and self.current is not None:
+        if self.state == self.SUB:
             self.add_segment(ev, self.current)
-            self.current.end_offset = ev.offset
-            self.current.end_ok = ev.end_ok
-            self.check_features(self.current)
+            if self.current is not None:
+                self.current.end_offset = ev.offset
+                self.current.end_ok = ev.end_ok
+                self.check_features(self.current)
             self.current = None
             self.state = self.BETWEEN if self.package else self.DONE
             return
@@ -520,8 +649,9 @@ class _Checker:
             self.report.records += ev.records
         if self.state == self.DONE or self.fatal or not self.report.readable:
             return
-        if self.state == self.SUB and self.current is not None:
-            msg = f"truncated: substream {self.current.index} ({self.current.toname}) has no END"
+        if self.state == self.SUB:
+            index, name = self.open
+            msg = f"truncated: substream {index} ({name}) has no END"
         elif self.state in (self.HEADER, self.BETWEEN):
             msg = "truncated: package has no final END"
         else:
@@ -529,11 +659,18 @@ class _Checker:
         self.problem(ev.offset, ev.record, msg, "truncated")
 
     def finish(self) -> None:
-        if self.package:
-            _check_package(self)
-            # A package cut short is already damaged; what else is missing would be noise.
-            if self.final_end is not None:
-                _check_complete(self, *self.final_end)
+        # A package cut short is already damaged; what else is missing would be noise, and
+        # so it would be when substreams went unlisted (the report is not valid then).
+        if self.package and self.final_end is not None and not self.report.substreams_dropped:
+            _check_complete(self, *self.final_end)
+
+
+def _numbers(kept: NvDict) -> Iterator[tuple[str, object]]:
+    for key, value in kept.items():
+        if isinstance(value, dict):
+            yield from ((f"{key}.{k}", v) for k, v in value.items())
+        else:
+            yield key, value
 
 
 def _datasets(nv: NvDict | None) -> list[Dataset]:
@@ -567,28 +704,27 @@ def _datasets(nv: NvDict | None) -> list[Dataset]:
     return out
 
 
-def _check_package(check: _Checker) -> None:
-    """GUID linkage inside a package: per dataset, each substream continues the previous."""
-    report = check.report
-    header = report.header
-    by_name = {d.name: d for d in header.datasets} if header else {}
-    last: dict[str, Substream] = {}
-    for sub in report.substreams:
-        ds = by_name.get(sub.dataset)
-        snap = sub.toname.split("@", 1)[1] if "@" in sub.toname else ""
-        if ds and snap in ds.snapshots and ds.snapshots[snap] != sub.toguid:
-            msg = (
-                f"{sub.toname}: toguid {sub.toguid} differs from the package header's "
-                f"{ds.snapshots[snap]}"
-            )
-            check.problem(sub.offset, sub.record, msg, "guid")
-        prev = last.get(sub.dataset)
-        last[sub.dataset] = sub
-        if prev is None:
-            if ds and header:
-                _check_first(check, sub, ds, header)
-        elif sub.kind != "clone":
-            _check_link(check, prev, sub)
+def _check_linkage(check: _Checker, sub: Substream) -> None:
+    """GUID linkage inside a package, as each substream begins (so that a break makes the
+    report damaged at once): per dataset, each substream continues the previous."""
+    header = check.report.header
+    if check.by_name is None:
+        check.by_name = {d.name: d for d in header.datasets} if header else {}
+    ds = check.by_name.get(sub.dataset)
+    snap = sub.toname.split("@", 1)[1] if "@" in sub.toname else ""
+    if ds and snap in ds.snapshots and ds.snapshots[snap] != sub.toguid:
+        msg = (
+            f"{sub.toname}: toguid {sub.toguid} differs from the package header's "
+            f"{ds.snapshots[snap]}"
+        )
+        check.problem(sub.offset, sub.record, msg, "guid")
+    prev = check.last.get(sub.dataset)
+    check.last[sub.dataset] = sub
+    if prev is None:
+        if ds and header:
+            _check_first(check, sub, ds, header)
+    elif sub.kind != "clone":
+        _check_link(check, prev, sub)
 
 
 def _check_first(check: _Checker, sub: Substream, ds: Dataset, header: CompoundHeader) -> None:
