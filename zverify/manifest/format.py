@@ -19,6 +19,7 @@ import stat
 from typing import Any
 
 from zverify.entry import TYPE_BITS, Entry, Kind
+from zverify.manifest.bounds import bad_name
 from zverify.manifest.escape import escape, unescape
 
 FORMAT_KEY = "zverify_manifest"
@@ -158,10 +159,13 @@ def parse_entry(obj: Any, ordinal: int) -> Entry:
         )
     except KeyError as err:
         raise LineError(f"missing or unknown value for {err}") from None
-    except ValueError as err:
+    except (ValueError, TypeError) as err:  # TypeError: a value of the wrong JSON type
         raise LineError(str(err)) from None
     if kind == Kind.SYMLINK and fields[15] is None and fields[18] is None:
         raise LineError("a symlink without 'link'")
+    why = bad_name(fields[0])
+    if why is not None:
+        raise LineError(why)
     return Entry(fields)
 
 
@@ -182,8 +186,8 @@ def _text(obj: dict[str, Any], key: str) -> str:
 
 def _int(obj: dict[str, Any], key: str, default: int | None = None) -> int:
     value = obj.get(key, default)
-    if value is None:
-        raise KeyError(key)
+    if value is None:  # absent, or null
+        raise LineError(f"missing or null value for {key!r}")
     if type(value) is not int:
         raise LineError(f"{key!r} must be an integer")
     return value
@@ -198,6 +202,8 @@ def _uint(obj: dict[str, Any], key: str, default: int | None = None) -> int:
 
 def _mode(obj: dict[str, Any]) -> int:
     text = obj["mode"]
+    if type(text) is not str:
+        raise LineError(f"'mode' must be octal permission bits, not {text!r}")
     bits = _modes.get(text)
     if bits is None:
         if not (

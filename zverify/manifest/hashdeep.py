@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from zverify.compare.policy import DiffKind
 from zverify.entry import Entry, Kind
 from zverify.hashing import DIGEST_SIZES, Algorithm
+from zverify.manifest.bounds import MAX_FOREIGN_PATH, bad_name
 from zverify.manifest.listing import Listing, recorded_entry
 from zverify.manifest.mtree import SpecError
 from zverify.pathnames import sort_key
@@ -39,7 +40,10 @@ def parse(first: bytes, lines: Iterable[bytes]) -> Listing:
     for number, raw in enumerate(lines, 2):
         line = raw.rstrip(b"\r\n")
         if line.startswith(b"%%%% "):
-            columns = line[5:].decode("ascii", "replace").split(",")
+            found = line[5:].decode("ascii", "replace").split(",")
+            if columns is not None and found != columns:
+                raise SpecError(number, "a second %%%% column line, with other columns")
+            columns = found
             if columns[0] != "size" or columns[-1] != "filename":
                 raise SpecError(number, "the column line must be size,...,filename")
         elif line.startswith(b"##") or not line:
@@ -48,8 +52,10 @@ def parse(first: bytes, lines: Iterable[bytes]) -> Listing:
             raise SpecError(number, "a file line before the %%%% column line")
         else:
             fields = line.split(b",", len(columns) - 1)
-            if len(fields) != len(columns) or not fields[0].isdigit():
+            if len(fields) != len(columns) or not fields[0].isdigit() or len(fields[0]) > 20:
                 raise SpecError(number, "not size,digests...,filename")
+            if not all(f.isascii() for f in fields[:-1]):
+                raise SpecError(number, "a size or digest that is not ASCII")
             digests = {
                 c: f.decode("ascii") for c, f in zip(columns[1:-1], fields[1:-1], strict=True)
             }
@@ -69,6 +75,9 @@ def _listing(rows: list[Row], algorithm: Algorithm | None) -> Listing:
         path = name[len(root) :].lstrip(b"/") if root else name
         if not path or path in entries:
             raise SpecError(number, f"{os.fsdecode(name)!r} is listed twice or is the root")
+        why = bad_name(path) or (len(path) > MAX_FOREIGN_PATH and "a name too long")
+        if why:
+            raise SpecError(number, why)
         digest = None
         if algorithm is not None:
             try:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from zverify.compare.policy import DiffKind
 from zverify.entry import Entry, Kind
 from zverify.hashing import DIGEST_SIZES, Algorithm
+from zverify.manifest.bounds import MAX_DEPTH, MAX_FOREIGN_LINE, MAX_FOREIGN_PATH, bad_name
 from zverify.manifest.listing import Listing, recorded_entry
 from zverify.pathnames import sort_key
 
@@ -48,6 +49,9 @@ _DIGESTS = {
 _NOT_COMPARED = {"uname", "gname", "flags", "cksum", "tags", "nochange", "resdevice",
                  "contents", "content", "tar_time", "ripemd160digest", "rmd160",
                  "rmd160digest", "sha384", "sha384digest", "optional"}  # fmt: skip
+_READ = {"type", "mode", "uid", "gid", "size", "time", "link", "nlink", "device", "inode",
+         "ignore"}  # fmt: skip
+_KNOWN = _NOT_COMPARED | set(_DIGESTS) | _READ
 
 
 def escape_name(path: bytes) -> str:
@@ -130,6 +134,8 @@ def _logical_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, str]]:
                 continue
         if text.endswith("\\") and not text.endswith("\\\\"):
             pending += text[:-1] + " "
+            if len(pending) > MAX_FOREIGN_LINE:
+                raise SpecError(start, f"a line continued past {MAX_FOREIGN_LINE} bytes")
             continue
         yield start, pending + text
         pending = ""
@@ -157,8 +163,17 @@ def parse(first: bytes, rest: Iterable[bytes]) -> Listing:
                 cwd.pop()
             else:
                 name = unescape_name(head)
+                if name.startswith(b"/"):
+                    raise SpecError(number, bad_name(name) or "an absolute name")
                 keywords = {**defaults, **_keywords(words[1:])}
                 path = _place(name, cwd, keywords)
+                if len(path) > MAX_FOREIGN_PATH or len(cwd) > MAX_DEPTH:
+                    raise SpecError(
+                        number, f"a name deeper or longer than {MAX_FOREIGN_PATH} bytes"
+                    )
+                why = bad_name(path)
+                if why is not None:
+                    raise SpecError(number, why)
                 if path in found:
                     raise SpecError(number, f"{head!r} appears twice")
                 found[path] = (number, keywords)
@@ -170,12 +185,18 @@ def parse(first: bytes, rest: Iterable[bytes]) -> Listing:
 
 
 def _keywords(words: list[str]) -> dict[str, str]:
+    """The keywords of one line; an unknown one is an error now (a /set of a million
+    made-up keywords would otherwise be copied into every entry)."""
     out = {}
     for word in words:
         key, eq, value = word.partition("=")
         if not eq:
             raise ValueError(f"{word!r} is not keyword=value")
         key = key.removesuffix("digest") if key.endswith("digest") else key
+        if key.startswith("xattr."):
+            continue  # go-mtree's xattrs: not compared (mtree sides lack xattrs), not kept
+        if key not in _KNOWN:
+            raise ValueError(f"unknown keyword {key!r}")
         out[key] = value
     return out
 

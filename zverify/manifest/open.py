@@ -13,6 +13,13 @@ from zverify.compare.policy import DiffKind
 from zverify.compare.sides import Side
 from zverify.errors import ManifestError
 from zverify.manifest import bagit, hashdeep, mtree
+from zverify.manifest.bounds import (
+    MAX_FOREIGN_LINE,
+    MAX_HEADER_LINE,
+    NATIVE_START,
+    LineTooLong,
+    bounded_lines,
+)
 from zverify.manifest.files import open_input
 from zverify.manifest.listing import NO_FILESYSTEM, Listing
 from zverify.manifest.read import NativeManifest, root_label
@@ -21,12 +28,17 @@ from zverify.manifest.read import NativeManifest, root_label
 def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
     try:
         stream = open_input(path)
-        first = stream.readline()
+        first = stream.readline(MAX_FOREIGN_LINE + 1)
+        if len(first) > MAX_FOREIGN_LINE and first.startswith(NATIVE_START):
+            first += stream.readline(MAX_HEADER_LINE - len(first) + 1)  # a long files list
     except OSError as err:
         raise ManifestError(path, None, err.strerror or str(err)) from None
     except EOFError as err:
         raise ManifestError(path, 1, f"truncated compressed stream: {err}") from None
     try:
+        if len(first) > MAX_FOREIGN_LINE and not first.startswith(NATIVE_START):
+            reason = f"not a manifest: a first line longer than {MAX_FOREIGN_LINE} bytes"
+            raise ManifestError(path, 1, reason)
         if first.startswith(b"%%%% HASHDEEP"):
             listing = _read(path, hashdeep.parse, first, stream)
             return _listed(name, path, listing, "a hashdeep list")
@@ -47,7 +59,9 @@ def _read(
     """A whole foreign manifest; its errors become ManifestError naming the line."""
     try:
         with stream:
-            return parse(first, stream)
+            return parse(first, (raw for _, raw in bounded_lines(stream, MAX_FOREIGN_LINE, 2)))
+    except LineTooLong as err:
+        raise ManifestError(path, err.line, str(err)) from None
     except mtree.SpecError as err:
         raise ManifestError(path, err.line, str(err)) from None
     except bagit.BagError as err:

@@ -20,10 +20,12 @@ from zverify.errors import ManifestError
 from zverify.filters import Filter
 from zverify.fsinfo import FsInfo
 from zverify.hashing import DIGEST_SIZES, Algorithm
+from zverify.manifest.bounds import MAX_HEADER_LINE, MAX_LINE, bad_name
 from zverify.manifest.escape import unescape
 from zverify.manifest.format import FORMAT_KEY, VERSION, LineError, parse_entry
 
 HASH_EVERY = 2048  # lines hashed at once
+HASH_BYTES = 1 << 20  # or as soon as this many bytes are pending
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class NativeManifest:
         self._lineno = 1
         self._digest = blake3.blake3()
         self._pending: list[bytes] = [first]
+        self._pending_bytes = len(first)
         self.header = self._parse_header(first)
         self.entries_read = 0
         self.trailer: dict[str, Any] | None = None
@@ -93,10 +96,13 @@ class NativeManifest:
             return 0
 
     def _lines(self) -> Iterator[bytes]:
+        readline = self._stream.readline
         try:
-            for raw in self._stream:
+            while raw := readline(MAX_LINE + 1):
                 self._lineno += 1
                 if not raw.endswith(b"\n"):
+                    if len(raw) > MAX_LINE:
+                        raise self._error(f"a line longer than {MAX_LINE} bytes")
                     raise self._error("truncated: the last line has no newline")
                 yield raw
         except OSError as err:
@@ -109,17 +115,21 @@ class NativeManifest:
             obj = json.loads(raw.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
             raise self._error("not a line of ASCII JSON") from None
+        except RecursionError:  # [[[[... : no line zverify writes nests more than 3 deep
+            raise self._error("JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise self._error("not a JSON object")
         if "end" not in obj:
             self._pending.append(raw)
-            if len(self._pending) >= HASH_EVERY:
+            self._pending_bytes += len(raw)
+            if len(self._pending) >= HASH_EVERY or self._pending_bytes >= HASH_BYTES:
                 self._hash_pending()
         return obj
 
     def _hash_pending(self) -> None:
         self._digest.update(b"".join(self._pending))
         self._pending.clear()
+        self._pending_bytes = 0
 
     def _check_trailer(self, obj: dict[str, Any]) -> None:
         self._hash_pending()
@@ -139,10 +149,13 @@ class NativeManifest:
         if not first:
             raise self._error("empty file: not a manifest")
         if not first.endswith(b"\n"):
+            if len(first) > MAX_HEADER_LINE:
+                reason = f"not a zverify manifest (a first line over {MAX_HEADER_LINE} bytes)"
+                raise self._error(reason)
             raise self._error("truncated: the header line has no newline")
         try:
             obj = json.loads(first.decode("ascii"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise self._error("not a zverify manifest (the first line is not JSON)") from None
         if not isinstance(obj, dict) or FORMAT_KEY not in obj:
             raise self._error(f"not a zverify manifest (no {FORMAT_KEY!r} in the header)")
@@ -152,9 +165,11 @@ class NativeManifest:
                 f"format version {version!r}; this zverify reads version {VERSION} only"
             )
         try:
-            return _header(obj)
-        except (KeyError, TypeError, ValueError) as err:
+            header = _header(obj)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            # AttributeError: a value of the wrong JSON type (a list where text belongs)
             raise self._error(f"bad header: {err}") from None
+        return header
 
     def _error(self, reason: str) -> ManifestError:
         return ManifestError(self.path, self._lineno, reason)
@@ -171,9 +186,23 @@ def _header(obj: dict[str, Any]) -> Header:
         filesystem=FsInfo(str(fs["type"]), str(fs["source"]), str(fs["mountpoint"]), fs["zfs"]),
         xattrs=bool(obj["xattrs"]),
         one_file_system=bool(obj["one_file_system"]),
-        filter=None if obj.get("filter") is None else Filter.from_json(obj["filter"], "manifest"),
+        filter=_filter(obj.get("filter")),
         unverifiable=[str(x) for x in obj["unverifiable"]],
     )
+
+
+def _filter(raw: Any) -> Filter | None:
+    """The header's filter; its --files-from paths must be names inside the tree (checked
+    before the C filter compiles them)."""
+    if raw is None:
+        return None
+    listed = raw.get("listed") if isinstance(raw, dict) else None
+    for item in listed if isinstance(listed, list) else ():
+        path = unescape(str(item))
+        why = bad_name(path) if path else "an empty name"
+        if why is not None:
+            raise ValueError(f"its --files-from list: {why}")
+    return Filter.from_json(raw, "manifest")
 
 
 _XATTRS = Entry.__match_args__.index("xattrs")
