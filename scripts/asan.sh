@@ -2,7 +2,8 @@
 # Build the C core with AddressSanitizer + UBSan in a scratch copy of the committed tree and run the
 # tests that exercise it there (the normal build is left alone): the walker (tests/native, whose
 # C driver test_walkdump.py builds with the sanitizers too), the send-stream parser of untrusted
-# input with its fuzz test (tests/stream), compare end to end (tests/compare) and tests/unit.
+# input with its fuzz test (tests/stream), compare end to end (tests/compare), tests/unit, and
+# the brief fuzz of the manifest readers (whose header filters the C filter compiles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=$(mktemp -d)
@@ -23,4 +24,4 @@ export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=lib
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # --capture=sys: a sanitizer report written to fd 2 must reach the log before the abort
 python3 -m pytest -q -p no:cacheprovider --capture=sys tests/native tests/unit tests/stream \
-    tests/compare "$@"
+    tests/compare tests/manifest/test_fuzz_manifest.py "$@"
