@@ -319,6 +319,27 @@ def test_manifest_of_a_tree_with_a_read_error(faultfs: FaultFS, tree: Tree, tmp_
     assert f"DST: read at byte {MIDDLE}: Input/output error" in line, verified.describe()
 
 
+@pytest.mark.parametrize(("fmt", "checker"), [("sha256sum", "sha256sum"), ("b3sum", "b3sum")])
+def test_checkfile_export_makes_the_unreadable_file_fail_its_check(
+    faultfs: FaultFS, tree: Tree, tmp_path: Path, fmt: str, checker: str
+) -> None:
+    """A checkfile cannot record an error: the file used to be left out, and a later
+    `sha256sum -c` on the copy passed without it.  Written with a digest of zeros, it FAILS."""
+    if shutil.which(checker) is None:
+        pytest.skip(f"{checker} is not installed")
+    out = tmp_path / f"faulty.{fmt}"
+    with faultfs.mount(tree.backing, f"read /{BIG} {MIDDLE} EIO") as mnt:
+        made = zverify(mnt, "manifest", "-q", "--format", fmt, str(mnt.path), "-o", str(out))
+    assert_fired(made, "read", f"/{BIG}")
+    assert_exit_2(made)
+    lines = out.read_bytes().splitlines()
+    (poisoned,) = [line for line in lines if line.endswith(b"  " + BIG.encode())]
+    assert poisoned.startswith(b"0" * 64), poisoned
+    checked = subprocess.run([checker, "-c", str(out)], cwd=tree.copy, capture_output=True)
+    assert checked.returncode != 0
+    assert f"{BIG}: FAILED".encode() in checked.stdout, checked.stdout[-500:]
+
+
 def test_manifest_of_a_tree_with_a_listing_error(
     faultfs: FaultFS, tree: Tree, tmp_path: Path
 ) -> None:
