@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import struct
 import zlib
 
@@ -118,3 +119,17 @@ def test_token_bomb_is_bounded() -> None:
 
 def test_struct_sizes_match_format() -> None:
     assert struct.calcsize("<IIQQQIIQQ") + 256 == _zvcore.DRR_SIZE
+
+
+@pytest.mark.parametrize(
+    ("token", "named"),
+    [
+        ("1-zz-c8-789c", "field checksum (hex) is 'zz'"),
+        ("x-1-c8-789c", "field version (decimal) is 'x'"),
+        ("1-1-c8-78zz", "field payload (hex) is '78zz'"),
+    ],
+)
+def test_malformed_token_names_the_field_not_python(token: str, named: str) -> None:
+    """The message used to be int()'s own ("invalid literal for int() with base 16")."""
+    with pytest.raises(TokenError, match=re.escape(named)):
+        decode_token(token)

@@ -11,10 +11,14 @@ make us allocate more than it claims (and the claim itself is capped).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from zverify import _zvcore
 from zverify.sendstream.nvlist import NvDict, NvlistError, NvlistLimitError, unpack
+
+T = TypeVar("T")
 
 MAX_PACKED = 1 << 20
 """Far above any real token (a few hundred bytes), far below anything dangerous."""
@@ -58,12 +62,31 @@ def _fields(token: str) -> tuple[int, int, int, bytes]:
     parts = token.strip().split("-")
     if len(parts) != 4:
         raise TokenError("a resume token has four '-'-separated fields")
-    try:
-        version, checksum, length = int(parts[0], 10), int(parts[1], 16), int(parts[2], 16)
-        compressed = bytes.fromhex(parts[3])
-    except ValueError as err:
-        raise TokenError(f"malformed resume token: {err}") from None
+    version = _field("version (decimal)", parts[0], _decimal)
+    checksum = _field("checksum (hex)", parts[1], _hex)
+    length = _field("length (hex)", parts[2], _hex)
+    compressed = _field("payload (hex)", parts[3], bytes.fromhex)
     return version, checksum, length, compressed
+
+
+def _field(name: str, text: str, parse: Callable[[str], T]) -> T:
+    """One field, or one line naming it (not Python's message about int())."""
+    try:
+        return parse(text)
+    except ValueError:
+        raise TokenError(f"malformed resume token: field {name} is {text[:40]!r}") from None
+
+
+def _decimal(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise ValueError(text)
+    return int(text, 10)
+
+
+def _hex(text: str) -> int:
+    if not text or not all(c in "0123456789abcdefABCDEF" for c in text):
+        raise ValueError(text)
+    return int(text, 16)
 
 
 def _checksum_order(compressed: bytes, expected: int) -> str:
