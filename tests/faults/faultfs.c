@@ -125,6 +125,8 @@ static int parse_fault(const char *spec, struct fault *f)
 
 static const struct fault *find(enum op op, const char *path)
 {
+    if (!path) /* an open file unlinked meanwhile (hard_remove): no name to match */
+        return NULL;
     for (int i = 0; i < n_faults; i++)
         if (faults[i].op == op && fnmatch(faults[i].glob, path, 0) == 0)
             return &faults[i];
@@ -146,6 +148,8 @@ static int fire(const struct fault *f, const char *path, long long offset)
 /* The backing path of a path inside the mount; "/" is the backing directory itself. */
 static int real(char *out, const char *path)
 {
+    if (!path)
+        return -ENOENT;
     int n = snprintf(out, PATH_MAX, "%s%s", backing, strcmp(path, "/") == 0 ? "" : path);
     return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
 }
