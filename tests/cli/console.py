@@ -8,6 +8,8 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,32 @@ def zverify(
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
         [console_script(), *args], env=_env(env or {}), check=False, **options
     )
+
+
+# A process's peak RSS counts the memory of whatever it was forked from until its exec
+# (vfork shares it), so zverify is started by a small interpreter, not by pytest, and that
+# one reports zverify's own peak (wait4).
+_PEAK_RSS = """
+import os, sys
+for fd, path in ((1, sys.argv[1]), (2, sys.argv[2])):
+    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[3], sys.argv[3:])
+_, status, usage = os.wait4(pid, 0)
+os.write(os.open(sys.argv[1] + ".rss", os.O_WRONLY | os.O_CREAT, 0o600),
+         f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}".encode())
+"""
+
+
+def zverify_peak_rss(*args: str, tmp: Path) -> tuple[int, bytes, bytes, float]:
+    """(exit code, stdout, stderr, peak RSS in MB) of `zverify ARGS`, with no Traceback."""
+    out, err = tmp / f"out-{time.monotonic_ns()}", tmp / f"err-{time.monotonic_ns()}"
+    cmd = [sys.executable, "-S", "-c", _PEAK_RSS, str(out), str(err), console_script(), *args]
+    subprocess.run(cmd, check=True, env=_env({}), cwd="/")
+    code, peak_kb = map(int, Path(f"{out}.rss").read_text().split())
+    assert b"Traceback" not in err.read_bytes(), err.read_text(errors="replace")
+    return code, out.read_bytes(), err.read_bytes(), peak_kb / 1024
 
 
 # scripts/asan.sh runs the tests in a scratch copy with an instrumented build, while the

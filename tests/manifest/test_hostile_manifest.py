@@ -10,14 +10,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import blake3
 import pytest
 
-from tests.cli.console import console_script
+from tests.cli.console import console_script, zverify_peak_rss
 from tests.manifest.helpers import compare_fails, write_manifest
 from tests.treebuilder import write
 
@@ -27,29 +26,11 @@ SECRET = "zv-outside-sentinel"  # a file beside the tree: no syscall may name it
 MD5 = "d41d8cd98f00b204e9800998ecf8427e"
 SHA = "ab" * 32
 
-# zverify is started by a small interpreter, not by pytest: a process's peak RSS counts
-# what it was forked from until its exec.
-_MEASURE = """
-import os, sys
-out = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-pid = os.fork()
-if pid == 0:
-    os.dup2(out, 2)
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
-"""
-
 
 def measured(*args: str, tmp: Path) -> tuple[int, str, float]:
     """(exit code, stderr, peak RSS in MB) of the installed console script."""
-    err = tmp / f"err-{time.monotonic_ns()}"
-    cmd = [sys.executable, "-S", "-c", _MEASURE, str(err), console_script(), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    code, peak_kb = map(int, done.stdout.split())
-    text = err.read_text()
-    assert "Traceback" not in text, text
-    return code, text, peak_kb / 1024
+    code, _, err, peak = zverify_peak_rss(*args, tmp=tmp)
+    return code, err.decode(errors="surrogateescape"), peak
 
 
 @pytest.fixture

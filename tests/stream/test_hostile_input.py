@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import subprocess
-import sys
 import time
 import tracemalloc
 import zlib
@@ -22,7 +20,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.cli.console import console_script, needs_installed_command
+from tests.cli.console import needs_installed_command, zverify_peak_rss
 from tests.stream.streamgen import (
     DRR,
     StreamBuilder,
@@ -44,29 +42,10 @@ RSS_SPREAD_MB = 6  # between a small and a large input of the same shape
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
-# A process's peak RSS counts the memory of whatever it was forked from until its exec
-# (vfork shares it), so zverify is started by a small interpreter, not by pytest, and that
-# one reports zverify's own peak (wait4).
-_MEASURE = """
-import os, sys
-out = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-pid = os.fork()
-if pid == 0:
-    os.dup2(out, 1)
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
-"""
-
-
 def zverify(*args: str, tmp: Path) -> tuple[int, bytes, float]:
     """(exit code, stdout, peak RSS in MB) of the installed console script."""
-    out = tmp / f"out-{time.monotonic_ns()}"
-    cmd = [sys.executable, "-S", "-c", _MEASURE, str(out), console_script(), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    assert "Traceback" not in done.stderr, done.stderr
-    code, peak_kb = map(int, done.stdout.split())
-    return code, out.read_bytes(), peak_kb / 1024
+    code, out, _, peak = zverify_peak_rss(*args, tmp=tmp)
+    return code, out, peak
 
 
 def sparse(path: Path, head: bytes, size: int) -> Path:
