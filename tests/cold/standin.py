@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.cli.console import console_script
+from tests.cli.console import console_script, zverify
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 SCHEMAS = Path(__file__).parents[2] / "docs" / "schema"
@@ -216,15 +216,7 @@ def start(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def run(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [console_script(), *args],
-        env=env,
-        cwd="/",
-        text=True,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
+    return zverify(*args, env=env, timeout=timeout)
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:

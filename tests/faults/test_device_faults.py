@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.console import console_script, needs_installed_command
+from tests.cli import console
+from tests.cli.console import needs_installed_command
 from tests.cold import fakezfs
 from tests.faults.faultfs import FaultFS, Mount
 from tests.faults.helpers import verdict
@@ -73,17 +74,8 @@ class Result:
 
 def zverify(mnt: Mount, *args: str, env: dict[str, str] | None = None) -> Result:
     """The installed console script, from outside the checkout; never left to hang."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
-        done = subprocess.run(
-            [console_script(), *args],
-            env={**base, "LC_ALL": "C.UTF-8", **(env or {})},
-            cwd="/",
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
+        done = console.zverify(*args, env=env, timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"`zverify {' '.join(args)}` hung on a faulty mount ({RUN_TIMEOUT} s)")
     return Result(list(args), done.returncode, done.stdout, done.stderr, mnt.fired())
