@@ -2,7 +2,6 @@
 script, and a small tree with an identical copy that passes every failure point."""
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,27 +9,15 @@ import pytest
 
 from tests.cli.console import console_script
 from tests.faults import faultfs as faultfs_module
-from tests.faults.helpers import Harness, Trees
+from tests.faults.helpers import Harness, Trees, build_preload_shim
 from tests.treebuilder import write
 
 HERE = Path(__file__).parent
-CFLAGS = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
 
 
 @pytest.fixture(scope="session")
 def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("gcc not found: cannot build the LD_PRELOAD fault shim")
-    out = tmp_path_factory.mktemp("shim") / "shim.so"
-    built = subprocess.run(
-        [gcc, *CFLAGS, "-o", str(out), str(HERE / "shim.c"), "-ldl"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, f"shim.c does not build cleanly:\n{built.stderr}"
-    return out
+    return build_preload_shim(HERE / "shim.c", tmp_path_factory.mktemp("shim") / "shim.so")
 
 
 @pytest.fixture(scope="session")

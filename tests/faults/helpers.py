@@ -8,6 +8,7 @@ that fired from one configured past the last call.
 
 import itertools
 import os
+import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -134,3 +135,22 @@ def sweep(total: int) -> list[int]:
     """Every N up to 80, then a stride (the sites of a small tree are all passed early), and
     two past the last call, where the fault must not fire and the run must be clean."""
     return [*range(1, min(total, 80) + 1), *range(81, total + 1, 5), total + 1, total + 2]
+
+
+PRELOAD_CFLAGS = ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"]
+
+
+def build_preload_shim(source: Path, out: Path) -> Path:
+    """source built as an LD_PRELOAD library at out; a skip naming why without gcc, a
+    failure with the compiler's words if it does not build cleanly."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip(f"gcc not found: cannot build the LD_PRELOAD shim {source.name}")
+    built = subprocess.run(
+        [gcc, *PRELOAD_CFLAGS, "-o", str(out), str(source), "-ldl"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, f"{source.name} does not build cleanly:\n{built.stderr}"
+    return out
