@@ -51,7 +51,8 @@ class Commands(LazyGroup):
         "cold": LazyCommand(
             "zverify.cli.cold",
             "app",
-            "Send-stream archives on cold storage: send, check, restore, prune, clean.",
+            "Send-stream archives on cold storage: send, check, restore, prune, clean, parity, "
+            "repair.",
         ),
     }
 

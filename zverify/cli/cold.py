@@ -1,17 +1,20 @@
-"""`zverify cold send|check|restore|prune|clean`: send streams archived as files (zverify.cold).
+"""`zverify cold send|check|restore|prune|clean|parity|repair`: send streams archived as files
+(zverify.cold).
 
 Each command holds the archive's lock for its whole run (zverify.cold.lock): send as a
-writer, check and restore (and the dry runs) as readers, prune --yes and clean --yes
-exclusively.  A lock another zverify holds is refused at once (exit 2), or waited for up to
---wait SECONDS.
+writer, check and restore (and the dry runs) as readers; prune --yes, clean --yes, parity,
+repair and restore --repair exclusively.  A lock another zverify holds is refused at once
+(exit 2), or waited for up to --wait SECONDS.
 """
 
+import contextlib
 import os
+import shlex
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
@@ -24,17 +27,32 @@ if TYPE_CHECKING:
     from zverify.cold.check import ArchiveReport, ProgressHook
     from zverify.cold.clean import Leftover
     from zverify.cold.prune import DatasetPrune
+    from zverify.cold.repair import Outcome
     from zverify.cold.restore import RestorePlan
 
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: send, check, restore, prune, clean.",
+    help="Send-stream archives on cold storage: send, check, restore, prune, clean, parity, "
+    "repair.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     add_completion=False,
     rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
 )
+
+Percent = Annotated[
+    int | None,
+    typer.Option(
+        "--parity",
+        metavar="PCT",
+        min=0,
+        max=100,
+        show_default=False,
+        help="PAR2 recovery data beside each stream, PCT % of its size (0: none).  Default: "
+        "the archive's level (none in an archive without parity).",
+    ),
+]
 
 Wait = Annotated[
     float,
@@ -91,12 +109,14 @@ def send(
             "--hold", help="Keep the base with a user hold (zverify-cold), not a bookmark."
         ),
     ] = False,
+    parity: Percent = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     wait: Wait = 0,
 ) -> int:
     """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
-    can already restore; validated while written.  Exit 0 archived (or nothing new), 2 not."""
+    can already restore; validated while written, then its parity made (--parity).  Exit 0
+    archived (or nothing new), 2 not."""
     from zverify.cold.plan import NothingToSend, plan_send
     from zverify.cold.send import FLAGS, send_to_archive
     from zverify.progress import byte_progress, wanted
@@ -114,13 +134,26 @@ def send(
             return 0
         options = {"raw": raw, "compressed": compressed, "large_block": large_block}
         flags = [FLAGS[k] for k, on in {**options, "embed": embed}.items() if on]
+        percent = _parity_level(archive, parity)
         with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
-            sent = send_to_archive(dataset, directory, chosen, flags, hook, hold)
+            sent = send_to_archive(dataset, directory, chosen, flags, hook, hold, percent)
     kept_by = "hold" if hold else "bookmark"
     done = {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256, kept_by: sent.keeper}
+    done["parity_percent"] = percent
     doc = {"schema": SEND_SCHEMA, "sent": done, "reason": chosen.reason}
-    _say(as_json, doc, f"archived {shown(sent.name)}: {sent.bytes:,} bytes ({chosen.reason})")
+    protected = f", {percent}% parity" if percent else ""
+    text = f"archived {shown(sent.name)}: {sent.bytes:,} bytes{protected} ({chosen.reason})"
+    _say(as_json, doc, text)
     return 0
+
+
+def _parity_level(archive: "ArchiveReport", asked: int | None) -> int:
+    """--parity, else the archive's own level (so that a cron job keeps it), else none."""
+    from zverify.cold.parity import percent_of
+
+    if asked is not None:
+        return asked
+    return percent_of([f.parity for f in archive.files if f.parity is not None]) or 0
 
 
 def _locked(directory: str, wait: float, how: str) -> "AbstractContextManager[None]":
@@ -174,6 +207,10 @@ def restore(
         str | None, typer.Option("--dataset", help="Which dataset of the archive.")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
+    repair_first: Annotated[
+        bool,
+        typer.Option("--repair", help="First repair damaged streams from their parity."),
+    ] = False,
     script_file: Annotated[
         str | None, typer.Option("--script", help="Write the receives as an sh script.")
     ] = None,
@@ -185,10 +222,14 @@ def restore(
     from zverify.cold import restore as cold_restore
     from zverify.progress import byte_progress, wanted
 
-    with _locked(directory, wait, "read"):  # no prune deletes a file of the plan meanwhile
+    # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
+    with _locked(directory, wait, "delete" if repair_first else "read"):
         report = _read_archive(directory, dataset)
+        if repair_first and _repair_all(directory, report, to=sys.stderr):
+            report = _read_archive(directory, dataset)
         _warn(report)
-        plan = cold_restore.plan_restore(report, target, snapshot)
+        with _hint_repair(directory, report):
+            plan = cold_restore.plan_restore(report, target, snapshot)
         sys.stdout.write(_plan_text(plan))
         if script_file is not None:
             with open(script_file, "w", errors="surrogateescape") as f:
@@ -196,7 +237,8 @@ def restore(
         if dry_run or script_file is not None:
             return 0
         cold_restore.check_target(target)
-        cold_restore.verify_files(directory, plan, report)
+        with _hint_repair(directory, report):
+            cold_restore.verify_files(directory, plan, report)
         with byte_progress(wanted(quiet), "receiving", plan.snapshot.bytes) as hook:
             cold_restore.receive_all(directory, plan, report, hook)
     sys.stdout.write(f"restored {target}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
@@ -288,3 +330,108 @@ def clean(
             raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
     sys.stdout.write(cold_report.clean_text(directory, found, yes))
     return 1 if any(f.left for f in found) else 0
+
+
+@contextlib.contextmanager
+def _hint_repair(directory: str, report: "ArchiveReport") -> Iterator[None]:
+    """A refused restore says so when the archive's parity can repair what is in the way."""
+    from zverify.errors import UnrestorableError
+
+    try:
+        yield
+    except UnrestorableError as err:
+        fixable = [
+            f.name
+            for f in report.files
+            if f.parity and f.parity.repair and f.parity.repair.status == "repairable"
+        ]
+        if not fixable:
+            raise
+        listed = ", ".join(map(shown, fixable))
+        raise UnrestorableError(
+            f"{err}; repairable from their parity: {listed} (`zverify cold repair "
+            f"{shlex.quote(directory)}`, or restore --repair)"
+        ) from None
+
+
+@app.command("parity", epilog=epilog("cold parity"))
+def parity(
+    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    percent: Percent = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    wait: Wait = 0,
+) -> int:
+    """Give every intact stream PAR2 parity: added where there is none, made again where it
+    is damaged or of another file (default level: the archive's, else 10%).  Exit 0 every
+    stream protected, 1 a stream left without (not intact: repair it first), 2 error."""
+    from zverify.cold import parity as cold_parity
+    from zverify.progress import byte_progress, wanted
+
+    with _locked(directory, wait, "delete"):
+        with byte_progress(wanted(quiet), "checking", None) as hook:
+            report = _read_archive(directory, None, lambda _name, n: hook(n))
+        level = _parity_level(report, percent) or cold_parity.DEFAULT_PERCENT
+        done = cold_parity.protect(directory, report, level)
+    for name, status, message in done:
+        sys.stdout.write(f"{status:<9} {shown(name)}: {message}\n")
+    left = sum(status == "left" for _, status, _ in done)
+    summary = f"{len(done) - left} stream(s) protected" + (f", {left} left without" if left else "")
+    sys.stdout.write(summary + "\n")
+    return 1 if left else 0
+
+
+@app.command("repair", epilog=epilog("cold repair"))
+def repair(
+    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(help="The streams to repair (default: every damaged one with parity)."),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Remove the damaged originals (NAME.damaged).")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    wait: Wait = 0,
+) -> int:
+    """Repair damaged streams from their parity into new files, prove each completely (stream
+    checksums, GUIDs and SHA-256 of its sidecar, MD5 of its parity), then replace it, keeping
+    the original as NAME.damaged until --yes.  Exit 0 repaired (or nothing damaged), 1 a
+    stream cannot be repaired (why), 2 error."""
+    from zverify.cold import repair as cold_repair
+    from zverify.progress import byte_progress, wanted
+
+    with _locked(directory, wait, "delete"):
+        with byte_progress(wanted(quiet), "checking", None) as hook:
+            report = _read_archive(directory, None, lambda _name, n: hook(n))
+        outcomes = _repair_all(directory, report, files or [], sys.stdout)
+        removed: list[str] = []
+        if yes:
+            proven = {o.name for o in outcomes if o.status == "repaired"}
+            removed = cold_repair.drop_damaged(directory, report, proven)
+    for name in removed:
+        sys.stdout.write(f"removed   {shown(name)}\n")
+    kept = [o.kept for o in outcomes if o.kept and o.kept not in removed]
+    if kept:
+        sys.stdout.write(f"kept {len(kept)} damaged original(s): `--yes` removes them\n")
+    if not outcomes:
+        sys.stdout.write("nothing to repair\n")
+    worst = {"failed": 2, "unrepairable": 1, "no-parity": 1}
+    return exitcodes.worst([worst.get(o.status, 0) for o in outcomes] or [0])
+
+
+def _repair_all(
+    directory: str, report: "ArchiveReport", asked: list[str] | None = None, to: TextIO = sys.stdout
+) -> "list[Outcome]":
+    """Repair what was asked (default every damaged stream with parity), one line each."""
+    from zverify.cold import repair as cold_repair
+    from zverify.errors import ColdError
+
+    outcomes = []
+    for f in cold_repair.wanted(report, asked or []):
+        try:
+            outcome = cold_repair.repair(directory, f, cold_repair.read_sidecar(directory, f))
+        except ColdError as err:
+            outcome = cold_repair.Outcome(f.name, "failed", str(err))
+        to.write(f"{outcome.status:<9} {shown(f.name)}: {outcome.message}\n")
+        outcomes.append(outcome)
+    return outcomes

@@ -93,7 +93,7 @@ EPILOGS: dict[str, Callable[[], str]] = {
     "cold send": _simple(
         f"{_OK} archived (or nothing new to send), {_TROUBLE} not archived, or usage error.",
         "zverify cold send tank/data /cold --full",
-        "zverify cold send --raw tank/data /cold",
+        "zverify cold send --parity 10 tank/data /cold",
     ),
     "cold check": _simple(
         f"{_OK} every file intact and every incremental reachable from a full, {_BAD} anything "
@@ -118,6 +118,18 @@ EPILOGS: dict[str, Callable[[], str]] = {
         f"{_TROUBLE} error (e.g. a send is running: the archive is locked).",
         "zverify cold clean /cold",
         "zverify cold clean /cold --yes",
+    ),
+    "cold parity": _simple(
+        f"{_OK} every stream protected, {_BAD} a stream left without parity (not intact: "
+        f"repair it first), {_TROUBLE} error.",
+        "zverify cold parity /cold",
+        "zverify cold parity --parity 20 /cold",
+    ),
+    "cold repair": _simple(
+        f"{_OK} repaired and proven (or nothing damaged), {_BAD} a stream cannot be repaired "
+        f"(why; nothing replaced), {_TROUBLE} error.",
+        "zverify cold repair /cold",
+        "zverify cold repair --yes /cold 'tank%2Fdata@s1.zfsfull'",
     ),
 }
 

@@ -9,6 +9,12 @@ links or another owner is reported.  `.partial` files are never counted as part 
 one a running send holds (its flock, zverify.cold.lock) is noted as in progress, one nobody
 holds is reported as the leftover of an interrupted send.  A file name that disagrees with its
 content is reported.  zverify's lock files are not archive entries.
+
+Parity (NAME.par2, NAME.vol*.par2: zverify.cold.parity) is read with its stream: damaged or
+foreign parity is reported, a stream that is not intact gets par2's verdict on its repair
+(repairable or unrepairable, with the block counts), and once any stream has parity, a stream
+without is reported.  NAME.damaged, the original a repair replaced (zverify.cold.repair), is
+listed, never read as a stream.
 """
 
 import errno
@@ -20,12 +26,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.cold import entries, lock, names
+from zverify.cold import entries, lock, names, parity
 from zverify.cold.entries import Identity
+from zverify.cold.parity import Parity
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
 from zverify.sendstream.validate import StreamReport, verify_stream
 
 SIDECAR = ".json"  # FILE.json beside a stream: metadata for people, never needed to restore
+DAMAGED = ".damaged"  # FILE.damaged: the original of a repaired stream, kept until --yes
+REPAIR_WORK = ".repair.partial"  # the directory a repair runs in
+WORK_DIRS = (parity.WORK, REPAIR_WORK)
 ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 
 
@@ -49,6 +59,7 @@ class FileReport:
     problems: list[Problem] = field(default_factory=list)
     identity: Identity | None = None  # the file that was read (regular files)
     in_progress: str | None = None  # a .partial a running send holds: who, in words
+    parity: Parity | None = None  # the stream's parity files, when it has any
 
     @property
     def valid(self) -> bool:
@@ -62,6 +73,7 @@ class ArchiveReport:
     plans: dict[str, DatasetPlan]
     chains: dict[str, list[Chain]]
     problems: list[Problem]  # about the archive as a whole: orphans, duplicates
+    kept: list[str] = field(default_factory=list)  # NAME.damaged: originals of repaired streams
 
     @property
     def all_problems(self) -> list[Problem]:
@@ -81,14 +93,14 @@ def check_archive(
         listed = sorted(e.name for e in it)
     owner = os.stat(directory).st_uid
     files: list[FileReport] = []
-    sidecars: dict[str, Identity] = {}
-    loose: list[Problem] = []  # about sidecars: the archive's, not one stream's
+    aside = _Aside()
     for name in listed:
-        found = _look(directory, name, owner, progress, sidecars, loose)
+        found = _look(directory, name, owner, progress, aside)
         if found is not None:
             files.append(found)
     _check_names(files)
-    stray = _check_sidecars(directory, files, sidecars)
+    stray = _check_sidecars(directory, files, aside.sidecars)
+    stray += _check_parity(directory, files, aside.parities)
     # a misnamed but intact stream still restores: chains go by GUID, never by name
     archived = [f.archived for f in files if f.archived is not None]
     datasets = sorted({d for a in archived for d in a.datasets})
@@ -101,8 +113,20 @@ def check_archive(
         files,
         plans,
         {d: chains(d, archived) for d in datasets},
-        [p for d in datasets for p in _chain_problems(plans[d])] + stray + loose,
+        [p for d in datasets for p in _chain_problems(plans[d])] + stray + aside.loose,
+        sorted(aside.kept),
     )
+
+
+@dataclass
+class _Aside:
+    """What is not read as a stream: sidecars and parity (name -> the file that was listed),
+    the originals repairs kept, and the doubts about those files."""
+
+    sidecars: dict[str, Identity] = field(default_factory=dict)
+    parities: dict[str, Identity] = field(default_factory=dict)
+    kept: list[str] = field(default_factory=list)
+    loose: list[Problem] = field(default_factory=list)
 
 
 def _look(
@@ -110,12 +134,12 @@ def _look(
     name: str,
     owner: int,
     progress: ProgressHook | None,
-    sidecars: dict[str, Identity],
-    loose: list[Problem],
+    aside: "_Aside",
 ) -> FileReport | None:
     """One entry, lstat()ed: what it is, and for a regular file what it holds.  None for
-    what is not reported as a file: lock files, sidecars (kept in sidecars, their doubts in
-    loose) and a .partial that was renamed into place while the directory was listed."""
+    what is not reported as a file: lock files, sidecars, parity and kept originals (set
+    aside, their doubts in aside.loose) and a .partial that was renamed into place while the
+    directory was listed."""
     path = os.path.join(directory, name)
     try:
         st = os.lstat(path)
@@ -128,13 +152,15 @@ def _look(
         return FileReport(name, "unknown", readable=False, problems=[problem])
     if name in lock.FILES and stat.S_ISREG(st.st_mode):
         return None
+    if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
+        return _check_partial(directory, name, st)
     if not stat.S_ISREG(st.st_mode):
         problem = Problem(name, "not-a-stream", f"{entries.what(path, st)}: not read, not followed")
         return FileReport(name, "unknown", problems=[problem])
     doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, owner)]
-    if name.endswith(SIDECAR):
-        sidecars[name] = Identity.of(st)
-        loose += doubts
+    if name.endswith((SIDECAR, parity.SUFFIX, DAMAGED)):
+        _set_aside(aside, name, st)
+        aside.loose += doubts
         return None
     if name.endswith(names.PARTIAL):
         found = _check_partial(directory, name, st)
@@ -145,20 +171,35 @@ def _look(
     return found
 
 
+def _set_aside(aside: "_Aside", name: str, st: os.stat_result) -> None:
+    if name.endswith(SIDECAR):
+        aside.sidecars[name] = Identity.of(st)
+    elif parity.is_parity(name):
+        aside.parities[name] = Identity.of(st)
+    else:
+        aside.kept.append(name)
+
+
 def _check_partial(directory: str, name: str, st: os.stat_result) -> FileReport | None:
     """A send in progress (it holds the file's flock) or the leftover of one that died;
-    None when it is gone already (renamed into place by the send that finished)."""
+    None when it is gone already (renamed into place by the send that finished).  The same
+    for the work directory of a parity or repair run (it holds the directory's flock)."""
     path = os.path.join(directory, name)
+    run = "a parity or repair run" if stat.S_ISDIR(st.st_mode) else "a send"
     clean = f"`zverify cold clean --yes {shlex.quote(directory)}` removes it"
     try:
-        fd = entries.open_regular(path, Identity.of(st))
+        fd = (
+            _open_dir(path, st)
+            if stat.S_ISDIR(st.st_mode)
+            else entries.open_regular(path, Identity.of(st))
+        )
     except FileNotFoundError:
         return None
     except (OSError, entries.Changed) as err:
         why = err.strerror if isinstance(err, OSError) else str(err)
         message = (
-            f"a send's unfinished file, never part of a chain (cannot tell whether a "
-            f"send is still writing it: {why})"
+            f"{run}'s unfinished work, never part of a chain (cannot tell whether it is "
+            f"still running: {why})"
         )
         return FileReport(name, "partial", st.st_size, problems=[Problem(name, "partial", message)])
     try:
@@ -170,10 +211,20 @@ def _check_partial(directory: str, name: str, st: os.stat_result) -> FileReport 
     finally:
         os.close(fd)
     if writing:
-        note = f"being written by a running send{f' ({who})' if who else ''}: not counted"
+        by = f" ({who})" if who else ""
+        note = f"being written by a running {run[2:]}{by}: not counted"
         return FileReport(name, "partial", st.st_size, in_progress=note)
-    why = f"left by an interrupted send: never part of a chain; {clean}"
+    why = f"left by an interrupted {run[2:]}: never part of a chain; {clean}"
     return FileReport(name, "partial", st.st_size, problems=[Problem(name, "partial", why)])
+
+
+def _open_dir(path: str, st: os.stat_result) -> int:
+    """A work directory, never through a symlink, and still the one that was listed."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if not Identity.of(st).same_file(os.fstat(fd)):
+        os.close(fd)
+        raise entries.Changed(f"{names.shown(os.path.basename(path))} was replaced")
+    return fd
 
 
 def _check_stream(
@@ -277,6 +328,37 @@ def _check_sidecars(
         )
         for name in sorted(sidecars)
         if name[: -len(SIDECAR)] not in streams
+    ]
+
+
+def _check_parity(
+    directory: str, files: list[FileReport], parities: dict[str, Identity]
+) -> list[Problem]:
+    """Each stream's parity read (zverify.cold.parity), its problems added to the stream's.
+    Returns the archive's own: parity whose stream is not here.  Once any stream has parity,
+    a stream without it is reported."""
+    groups: dict[str, dict[str, Identity]] = {}
+    for name, identity in parities.items():
+        groups.setdefault(parity.stream_of(name), {})[name] = identity
+    streams = {f.name: f for f in files if f.kind != "partial"}
+    for name, group in groups.items():
+        f = streams.get(name)
+        if f is not None:
+            f.parity = parity.inspect(directory, name, group, f.identity if f.archived else None)
+            f.problems += [Problem(name, kind, message) for kind, message in f.parity.problems]
+    if groups.keys() & streams.keys():
+        for f in streams.values():
+            if f.parity is None and (f.archived is not None or names.parse(f.name)):
+                message = "has no parity, while other streams of the archive have"
+                f.problems.append(Problem(f.name, "no-parity", message))
+    return [
+        Problem(
+            min(group),
+            "parity-orphan",
+            f"parity of {names.shown(name)}, which is not here: it protects nothing",
+        )
+        for name, group in sorted(groups.items())
+        if name not in streams
     ]
 
 

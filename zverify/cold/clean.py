@@ -1,4 +1,6 @@
-"""`cold clean`: remove the leftovers of interrupted sends (NAME.partial), and nothing else.
+"""`cold clean`: remove the leftovers of interrupted sends (NAME.partial) and of interrupted
+parity and repair runs (the directories NAME.parity.partial and NAME.repair.partial), and
+nothing else.
 
 A send killed outright (SIGKILL, a power cut) cannot remove its NAME.partial.  No command
 ever counts one as a stream, but `cold check` reports it and `cold prune` deletes nothing
@@ -12,7 +14,10 @@ moment all of this holds:
   whose lock this command gets is no running send's.  The lock is held across the unlink,
   and the name must still be the file that was opened and locked.
 
-Anything else named *.partial is reported with why it was left alone.
+A work directory is removed the same way, under its own flock (the run holds it): what is
+in it is unlinked (never followed: a repair's link to the damaged stream only loses a name),
+and a directory holding a subdirectory is left alone.  Anything else named *.partial is
+reported with why it was left alone.
 """
 
 import errno
@@ -22,6 +27,7 @@ import stat
 from dataclasses import dataclass
 
 from zverify.cold import entries, lock, names
+from zverify.cold.check import WORK_DIRS
 from zverify.cold.entries import Identity
 from zverify.cold.send import fsync_dir
 from zverify.errors import ColdError
@@ -63,6 +69,8 @@ def _one(directory: str, name: str, owner: int, remove: bool) -> Leftover | None
         return None  # gone meanwhile (only possible without --yes: a send finished)
     except OSError as err:
         return Leftover(name, left=f"cannot stat: {err.strerror}")
+    if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
+        return _work_dir(directory, name, st, owner, remove)
     if not stat.S_ISREG(st.st_mode):
         return Leftover(name, left=f"{entries.what(path, st)}, not a send's file")
     item = Leftover(name, st.st_size)
@@ -99,6 +107,53 @@ def _one(directory: str, name: str, owner: int, remove: bool) -> Leftover | None
         os.close(fd)
 
 
-def _writing(fd: int) -> str:
+def _work_dir(
+    directory: str, name: str, st: os.stat_result, owner: int, remove: bool
+) -> Leftover | None:
+    path = os.path.join(directory, name)
+    item = Leftover(name)
+    doubts = [d for d in entries.doubts(st, owner) if d[0] != "hard-link"]  # a directory's links
+    if doubts:
+        item.left = f"{doubts[0][1]}: not this archive's own directory"
+        return item
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        item.left = f"cannot open: {err.strerror}"
+        return item
+    try:
+        if not Identity.of(st).same_file(os.fstat(fd)):
+            item.left = "replaced while it was looked at: not removed"
+            return item
+        inside = [(n, os.lstat(n, dir_fd=fd)) for n in os.listdir(fd)]
+        item.bytes = sum(s.st_size for _, s in inside)
+        if not remove:
+            if lock.partial_in_progress(fd):
+                item.in_progress = _writing(fd, "parity or repair run")
+            return item
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            item.left = f"{_writing(fd)} that does not hold the archive's lock"
+            return item
+        if any(stat.S_ISDIR(s.st_mode) for _, s in inside):
+            item.left = "holds a directory: not a zverify work directory"
+            return item
+        for entry, _ in inside:
+            os.unlink(entry, dir_fd=fd)
+        os.rmdir(path)
+        item.removed = True
+        return item
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            return None
+        raise ColdError(f"removing {names.shown(name)} failed: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _writing(fd: int, run: str = "send") -> str:
     who = lock.holders(fd)
-    return f"being written by a running send{f' ({who})' if who else ''}"
+    return f"being written by a running {run}{f' ({who})' if who else ''}"

@@ -14,8 +14,8 @@ Deletion order: per removed chain the files furthest from the full first, the fu
 that an interruption leaves a chain prefix that still restores.  The caller holds the archive
 exclusively (zverify.cold.lock: no send, no reader), and each file is lstat()ed again just
 before it is unlinked: it must still be the very regular file that was read (inode, size,
-modification time), else nothing more is deleted.  A sidecar goes with its stream only when
-it is a plain file.
+modification time), else nothing more is deleted.  A sidecar and parity files go with their
+stream (before it) only when they are plain files.
 """
 
 import os
@@ -161,12 +161,13 @@ def trial_receive(
 
 
 def delete_files(directory: str, decision: DatasetPrune, report: ArchiveReport) -> list[str]:
-    """Delete the decided files in order, each after its sidecar (a stream without its
-    sidecar is complete; a sidecar without its stream is reported), syncing the directory
+    """Delete the decided files in order, each after its sidecar and parity (a stream without
+    them is complete; they without their stream are reported), syncing the directory
     after each, so that an interruption leaves a prefix of the chain.  Returns what went.
     Raises ColdError (naming what went before) when a file is no longer the one that was read
     or cannot be deleted: nothing after it is deleted."""
     read = {f.name: f.identity for f in report.files}
+    parity = {f.name: f.parity.files for f in report.files if f.parity is not None}
     deleted: list[str] = []
     for name in decision.files:
         path = os.path.join(directory, name)
@@ -179,6 +180,8 @@ def delete_files(directory: str, decision: DatasetPrune, report: ArchiveReport) 
                     f"changed since): not deleted, nor anything after it{_so_far(deleted)}"
                 )
             _delete_sidecar(path + SIDECAR)
+            for name_of_parity in parity.get(name, []):
+                _delete_sidecar(os.path.join(directory, name_of_parity))
             os.unlink(path)
         except OSError as err:
             raise ColdError(

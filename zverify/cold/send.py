@@ -7,7 +7,8 @@ flock()ed for as long as it is written, so that `cold check` sees a send in prog
 once verified); only when `zfs send` and the writes succeeded, the stream is valid, its GUIDs
 are the ones planned and the file holds every byte scanned, the file is fsynced, closed and
 renamed into place (never over anything) and its directory fsynced.  Then a sidecar NAME.json
-(for people; the stream never needs it) and a bookmark of the sent snapshot, which keeps the
+(for people; the stream never needs it), its parity when asked (zverify.cold.parity: made
+from the proven file only) and a bookmark of the sent snapshot, which keeps the
 base of the next incremental alive at no space cost (or, with hold, a user hold on the
 snapshot itself, moved forward from the previous base).
 
@@ -57,6 +58,7 @@ def send_to_archive(
     flags: list[str],
     progress: Callable[[int], None] | None = None,
     hold: bool = False,
+    parity_percent: int = 0,
 ) -> SentFile:
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
@@ -82,6 +84,9 @@ def send_to_archive(
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
     _io(f"{sent}, but the fsync of the directory", directory, fsync_dir, directory)
     missing = _write_sidecar(final, dataset, plan, argv, report, digest)
+    if parity_percent:
+        unprotected = _write_parity(directory, name, parity_percent)
+        missing = "; ".join(m for m in (missing, unprotected) if m) or None
     try:
         keeper = _hold(dataset, plan) if hold else _bookmark(dataset, plan.to.name)
     except ZverifyError as err:
@@ -239,6 +244,19 @@ def _write_sidecar(
     except ColdError as err:
         left = _discard(fd, tmp, mine) if mine is not None else None
         return f"its sidecar was not written: {err}{f'; {left}' if left else ''}"
+    return None
+
+
+def _write_parity(directory: str, name: str, percent: int) -> str | None:
+    """Parity of the stream just proven (zverify.cold.parity); what went wrong, or None."""
+    from zverify.cold import parity
+
+    try:
+        proven = Identity.of(os.lstat(os.path.join(directory, name)))
+        parity.add(directory, name, proven, percent)
+    except (OSError, ColdError) as err:
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        return f"its parity was not made ({why}): `zverify cold parity` adds it"
     return None
 
 

@@ -16,7 +16,9 @@ from typing import Any
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
+from zverify.cold.parity import Parity
 from zverify.cold.prune import DatasetPrune
+from zverify.cold.repair import describe
 from zverify.sendstream.chain import Restorable
 
 CHECK_SCHEMA = "zverify.cold-check/1"
@@ -41,6 +43,13 @@ def check_text(report: ArchiveReport) -> str:
     if problems:
         lines.append("problems:")
         lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
+    verdicts = [(f.name, f.parity.repair) for f in report.files if f.parity and f.parity.repair]
+    if verdicts:
+        lines.append("repair from parity:")
+        lines += [f"  {v.status:<14} {shown(name)}: {describe(v)}" for name, v in verdicts]
+    if report.kept:
+        lines.append("kept damaged originals of repaired streams (`cold repair --yes` removes):")
+        lines += [f"  {shown(name)}" for name in report.kept]
     lines.append(_verdict(report, problems))
     return _text(lines)
 
@@ -73,7 +82,12 @@ def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
         during = f" ({busy} file(s) of a send in progress not counted)" if busy else ""
         return f"INTACT: every file intact, every incremental reachable from a full{during}"
     counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(p.kind for p in problems).items()))
-    return f"PROBLEMS: {len(problems)} ({counts})"
+    fixable = sum(
+        bool(f.parity and f.parity.repair and f.parity.repair.status == "repairable")
+        for f in report.files
+    )
+    hint = f"; {fixable} repairable: `zverify cold repair`" if fixable else ""
+    return f"PROBLEMS: {len(problems)} ({counts}){hint}"
 
 
 def check_json(report: ArchiveReport) -> str:
@@ -102,6 +116,7 @@ def check_json(report: ArchiveReport) -> str:
         ],
         "files": [_file_doc(f) for f in report.files],
         "problems": [_problem_doc(p) for p in loose],
+        "kept": [_name(n) for n in report.kept],
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -142,7 +157,30 @@ def _file_doc(f: FileReport) -> dict[str, Any]:
             "to_guid": str(last.to_guid),
             "snapshots": [s.snapshot for s in f.archived.steps],
         }
+    if f.parity is not None:
+        doc["parity"] = _parity_doc(f.parity)
     doc["problems"] = [_problem_doc(p) for p in f.problems]
+    return doc
+
+
+def _parity_doc(p: Parity) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "files": [_name(n) for n in p.files],
+        "source_blocks": p.source_blocks,
+        "recovery_blocks": p.recovery_blocks,
+        "percent": round(p.percent, 2) if p.percent is not None else None,
+        "damaged_bytes": p.damaged_bytes,
+    }
+    if p.repair is not None:
+        v = p.repair
+        doc["repair"] = {
+            "status": v.status,
+            "damaged_blocks": v.damaged,
+            "blocks": v.blocks,
+            "recovery_blocks": v.recovery,
+        }
+        if v.detail:
+            doc["repair"]["detail"] = _message(v.detail)
     return doc
 
 
