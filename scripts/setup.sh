@@ -14,6 +14,7 @@ APT_PACKAGES=(
     mtree-netbsd libarchive-tools        # mtree specs: exported, read back, benchmarked
     qemu-system-x86 debootstrap          # tests/zfsvm: real OpenZFS in a qemu VM
     libfuse3-dev fuse3                   # tests/faults/faultfs.c: device faults over FUSE
+    par2                                 # tests: stock par2cmdline verifies zverify's parity
 )
 
 missing=()
