@@ -344,7 +344,8 @@ def _check_parity(
     for name, group in groups.items():
         f = streams.get(name)
         if f is not None:
-            f.parity = parity.inspect(directory, name, group, f.identity if f.archived else None)
+            proven = f.identity if f.archived else None
+            f.parity = parity.inspect(directory, name, group, proven, f.readable)
             f.problems += [Problem(name, kind, message) for kind, message in f.parity.problems]
     if groups.keys() & streams.keys():
         for f in streams.values():

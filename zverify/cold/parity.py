@@ -16,15 +16,13 @@ the files are then renamed into the archive, never over an existing one, the rec
 first and the index last, so that what is there at any moment is usable parity.
 """
 
-import contextlib
-import errno
 import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from zverify.cold import entries, lock, names
+from zverify.cold import entries, names, workdir
 
 if TYPE_CHECKING:
     from zverify.cold.check import ArchiveReport, FileReport
@@ -81,11 +79,15 @@ class Parity:
 
 
 def inspect(
-    directory: str, stream: str, files: dict[str, Identity], intact: Identity | None
+    directory: str,
+    stream: str,
+    files: dict[str, Identity],
+    intact: Identity | None,
+    readable: bool = True,
 ) -> Parity:
     """Read the parity files of stream (name -> the file that was listed).  intact: the
     stream's identity when it was just proven intact, else None (then par2 is asked whether
-    it can be repaired)."""
+    it can be repaired, unless the stream could not be read: par2 stops at a read error)."""
     out = Parity(sorted(files))
     found = _scan(directory, out, files)
     if found is None:
@@ -102,6 +104,9 @@ def inspect(
         out.problems.append(("parity-damaged", _damage_text(found)))
     if intact is not None:
         _same_file(directory, stream, intact, described, out)
+    elif not readable:
+        why = "bytes of the stream cannot be read; `zverify cold repair` reads around them"
+        out.repair = tool.Verdict("unknown", detail=why)
     else:
         out.repair = _ask_par2(directory, out)
     return out
@@ -196,32 +201,21 @@ def add(directory: str, stream: str, proven: Identity, percent: int) -> list[str
     """Make the parity of the proven stream and rename it into the archive; the names made.
     The caller holds the archive's writers' lock.  Raises ColdError (nothing left behind)."""
     work = os.path.join(directory, stream + WORK)
-    fd = _make_work(work)
+    fd = workdir.make(work)
     try:
-        tool.create(
-            directory, os.path.join(directory, stream), os.path.join(work, stream + SUFFIX), percent
-        )
+        source, output = os.path.join(directory, stream), os.path.join(work, stream + SUFFIX)
+        tool.create(directory, source, output, percent)
         _still(directory, stream, proven)
         made = _check_made(work, stream)
         _place(directory, work, made)
-        return made
-    finally:
-        _remove_work(work, fd)
-
-
-def _make_work(work: str) -> int:
-    try:
-        os.mkdir(work, 0o700)
-    except FileExistsError:
-        raise ColdError(
-            f"{names.shown(work)} exists (another parity run, or the leftover of one: `zverify "
-            "cold clean --yes` removes a leftover)"
-        ) from None
-    except OSError as err:
-        raise ColdError(f"cannot create {names.shown(work)}: {err.strerror}") from None
-    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    lock.hold_partial(fd)
-    return fd
+    except (ColdError, OSError) as err:
+        why = f"making parity failed: {err.strerror}" if isinstance(err, OSError) else str(err)
+        left = workdir.remove(work, fd)
+        raise ColdError(f"{why}; {left}" if left else why) from None
+    left = workdir.remove(work, fd)
+    if left:
+        raise ColdError(f"parity made, but {left}")
+    return made
 
 
 def _still(directory: str, stream: str, proven: Identity) -> None:
@@ -272,20 +266,6 @@ def _place(directory: str, work: str, made: list[str]) -> None:
         fsync_dir(directory)
     except OSError as err:
         raise ColdError(f"the fsync of {directory} failed: {err.strerror}") from None
-
-
-def _remove_work(work: str, fd: int) -> None:
-    """Remove the work directory and whatever par2 left in it (never following a link)."""
-    try:
-        for name in os.listdir(fd):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=fd)
-        os.rmdir(work)
-    except OSError as err:
-        if err.errno != errno.ENOENT:
-            raise ColdError(f"{names.shown(work)} could not be removed: {err.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 def percent_of(parities: list[Parity]) -> int | None:

@@ -1,8 +1,10 @@
 """`cold repair`: rebuild a damaged stream from its parity, prove it, and only then replace it.
 
-par2 rebuilds the stream into NAME.repair.partial/ (a new directory in the archive, flock()ed
-for the run): the damaged file is hard-linked in beside it (copied where links are not
-supported), as par2 reads only files under its base directory, and par2 never writes to it.
+par2 rebuilds the stream into NAME.repair.partial/ (zverify.cold.workdir): the damaged file is
+hard-linked in beside it (copied where links are not supported), as par2 reads only files
+under its base directory, and par2 never writes to it.  A stream with bytes that cannot be
+read (bad sectors: par2 would stop at the first) is copied instead, each unreadable sector
+as zeros: a damaged block like any other for par2.
 The rebuilt file is then proven as a stream of its own, completely:
 
 * the stream scanner reads every record (checksums, structure) and it is valid;
@@ -24,14 +26,17 @@ import shutil
 import stat
 from dataclasses import dataclass
 
-from zverify.cold import entries, lock, names
+from zverify.cold import entries, names, workdir
 from zverify.cold.check import DAMAGED, REPAIR_WORK, SIDECAR, ArchiveReport, FileReport
+from zverify.cold.entries import Identity
 from zverify.cold.send import fsync_dir
 from zverify.errors import ColdError
 from zverify.par2 import tool
 from zverify.sendstream.validate import verify_stream
 
 _NO_LINKS = (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
+RESCUE_PIECE = 1 << 20  # read at once when a stream has unreadable bytes ...
+SECTOR = 4096  # ... and in these, around a piece that fails
 
 
 @dataclass
@@ -67,16 +72,28 @@ def repair(directory: str, f: FileReport, sidecar: dict[str, object] | None) -> 
             f.name, "unrepairable", f"unrepairable: {describe(verdict)}; nothing replaced"
         )
     work = os.path.join(directory, f.name + REPAIR_WORK)
-    fd = _make_work(work)
+    fd = workdir.make(work)
     try:
-        rebuilt = _rebuild(directory, work, f)
-        if isinstance(rebuilt, Outcome):
-            return rebuilt
-        _prove(rebuilt, f, sidecar)
-        kept = _replace(directory, f, rebuilt)
-    finally:
-        _remove_work(work, fd)
-    return Outcome(f.name, "repaired", "repaired from its parity and proven", kept)
+        outcome = _repair_in(directory, work, f, sidecar)
+    except (ColdError, OSError) as err:
+        why = f"{err.strerror}: {err.filename}" if isinstance(err, OSError) else str(err)
+        outcome = Outcome(f.name, "failed", why)
+    left = workdir.remove(work, fd)
+    if left:
+        outcome.message += f"; {left}"
+    return outcome
+
+
+def _repair_in(
+    directory: str, work: str, f: FileReport, sidecar: dict[str, object] | None
+) -> Outcome:
+    rebuilt = _rebuild(directory, work, f)
+    if isinstance(rebuilt, Outcome):
+        return rebuilt
+    path, note = rebuilt
+    _prove(path, f, sidecar)
+    kept = _replace(directory, f, path)
+    return Outcome(f.name, "repaired", f"repaired from its parity and proven{note}", kept)
 
 
 def describe(v: tool.Verdict) -> str:
@@ -91,48 +108,88 @@ def describe(v: tool.Verdict) -> str:
     return ", ".join(parts) or v.status
 
 
-def _make_work(work: str) -> int:
-    try:
-        os.mkdir(work, 0o700)
-    except FileExistsError:
-        raise ColdError(
-            f"{names.shown(work)} exists (the leftover of an interrupted repair: `zverify cold "
-            "clean --yes` removes it)"
-        ) from None
-    except OSError as err:
-        raise ColdError(f"cannot create {names.shown(work)}: {err.strerror}") from None
-    fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    lock.hold_partial(fd)
-    return fd
-
-
-def _rebuild(directory: str, work: str, f: FileReport) -> str | Outcome:
-    """par2's rebuilt copy of f in work, or the Outcome that says why there is none."""
+def _rebuild(directory: str, work: str, f: FileReport) -> tuple[str, str] | Outcome:
+    """par2's rebuilt copy of f in work (and a note for the outcome), or the Outcome that
+    says why there is none."""
     assert f.parity is not None
     original = os.path.join(directory, f.name)
     damaged = os.path.join(work, "damaged")
-    try:
-        os.link(original, damaged)
-    except OSError as err:
-        if err.errno not in _NO_LINKS:
-            raise ColdError(f"cannot link {names.shown(f.name)}: {err.strerror}") from None
-        _copy(original, damaged)
-    if f.identity is not None and not f.identity.unchanged(os.lstat(damaged)):
-        raise ColdError(f"{names.shown(f.name)} changed since it was checked: not repaired")
+    note = ""
+    if not f.readable:
+        # par2 gives up on the first read error: it gets a copy with what could be read
+        lost = _rescue(original, damaged, f.identity)
+        note = f" ({lost:,} bytes that could not be read were rebuilt)"
+    else:
+        _link_or_copy(original, damaged)
+        if f.identity is not None and not f.identity.unchanged(os.lstat(damaged)):
+            raise ColdError(f"{names.shown(f.name)} changed since it was checked: not repaired")
     verdict = tool.repair(work, os.path.join(directory, f.parity.index), damaged)
     if verdict.status == "unrepairable":
         message = f"unrepairable: {describe(verdict)}; nothing replaced"
         return Outcome(f.name, "unrepairable", message)
     if verdict.status != "repaired":
         return Outcome(f.name, "failed", f"par2 did not repair it ({describe(verdict)})")
-    return os.path.join(work, f.name)
+    return os.path.join(work, f.name), note
 
 
-def _copy(source: str, target: str) -> None:
+def _link_or_copy(source: str, target: str) -> None:
     try:
-        shutil.copyfile(source, target, follow_symlinks=False)
+        os.link(source, target)
     except OSError as err:
-        raise ColdError(f"cannot copy {names.shown(source)} to repair it: {err.strerror}") from None
+        if err.errno not in _NO_LINKS:
+            raise ColdError(f"cannot link {names.shown(source)}: {err.strerror}") from None
+        try:
+            shutil.copyfile(source, target, follow_symlinks=False)
+        except OSError as err:
+            why = err.strerror
+            raise ColdError(f"cannot copy {names.shown(source)} to repair it: {why}") from None
+
+
+def _rescue(source: str, target: str, expect: Identity | None) -> int:
+    """Copy source to target with every byte that cannot be read as zero (a damaged block
+    for par2 to rebuild), as ddrescue would: read in large pieces, a piece that fails again
+    up to each sector boundary.  Returns how many bytes could not be read."""
+    fd = entries.open_regular(source, expect)
+    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    lost = 0
+    try:
+        size = os.fstat(fd).st_size
+        for at in range(0, size, RESCUE_PIECE):
+            data, missing = _read_around(fd, at, min(RESCUE_PIECE, size - at))
+            os.pwrite(out, data, at)
+            lost += missing
+        os.ftruncate(out, size)
+    finally:
+        os.close(out)
+        os.close(fd)
+    return lost
+
+
+def _read_around(fd: int, at: int, length: int) -> tuple[bytes, int]:
+    """length bytes at offset at, and how many of them could not be read (zeros instead).
+    A short read before the end is where a bad sector starts: the next read fails."""
+    try:
+        data = os.pread(fd, length, at)
+        if len(data) == length:
+            return data, 0
+    except OSError as err:
+        if err.errno != errno.EIO:
+            raise
+    out, lost, pos, end = bytearray(), 0, at, at + length
+    while pos < end:
+        want = min(SECTOR - pos % SECTOR, end - pos)  # up to the next sector boundary
+        try:
+            got = os.pread(fd, want, pos)
+        except OSError as err:
+            if err.errno != errno.EIO:
+                raise
+            got = None
+        if not got:  # unreadable (or the file shrank: the proof will tell)
+            got = bytes(want)
+            lost += want
+        out += got
+        pos += len(got)
+    return bytes(out), lost
 
 
 def _prove(rebuilt: str, f: FileReport, sidecar: dict[str, object] | None) -> None:
@@ -209,19 +266,6 @@ def _replace(directory: str, f: FileReport, rebuilt: str) -> str:
             f"{names.shown(kept)} if it exists)"
         ) from None
     return kept
-
-
-def _remove_work(work: str, fd: int) -> None:
-    """The work directory and what is left in it: unlinked, never written to or followed."""
-    try:
-        for name in os.listdir(fd):
-            os.unlink(name, dir_fd=fd)
-        os.rmdir(work)
-    except OSError as err:
-        if err.errno != errno.ENOENT:
-            raise ColdError(f"{names.shown(work)} could not be removed: {err.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 def read_sidecar(directory: str, f: FileReport) -> dict[str, object] | None:

@@ -1,0 +1,61 @@
+"""The work directory of a parity or repair run: NAME.parity.partial/ or NAME.repair.partial/
+in the archive (the same filesystem: what is made there is renamed into place).
+
+It is created new (never an existing one) and flock()ed for the run, like a send's .partial
+(zverify.cold.lock): `cold check` tells a running one from the leftover of a killed one, and
+`cold clean` removes only a leftover.  It is removed at the end, whatever happened, by
+unlinking what is in it (never following or writing anything).
+"""
+
+import contextlib
+import errno
+import os
+import time
+
+from zverify.cold import lock, names
+from zverify.errors import ColdError
+
+SETTLE = 2.0  # seconds to wait for a FUSE filesystem's delayed release (.fuse_hidden files)
+
+
+def make(path: str) -> int:
+    """Create the directory and hold its lock; its fd.  Raises ColdError."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        raise ColdError(
+            f"{names.shown(path)} exists (another run, or the leftover of an interrupted one: "
+            "`zverify cold clean --yes` removes a leftover)"
+        ) from None
+    except OSError as err:
+        raise ColdError(f"cannot create {names.shown(path)}: {err.strerror}") from None
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    lock.hold_partial(fd)
+    return fd
+
+
+def remove(path: str, fd: int) -> str | None:
+    """Empty and remove the directory, then close fd; what is left behind, in words, or None.
+    Never raises: a leftover must not hide what the run itself found."""
+    deadline = time.monotonic() + SETTLE
+    try:
+        while True:
+            try:
+                # listed by path: FUSE may answer a re-read of one open directory from cache
+                for name in os.listdir(path):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=fd)
+                os.rmdir(path)
+                return None
+            except FileNotFoundError:
+                return None  # the directory itself is gone
+            except OSError as err:
+                # FUSE renames a file still open to .fuse_hidden* until it is released
+                if err.errno != errno.ENOTEMPTY or time.monotonic() > deadline:
+                    return (
+                        f"{names.shown(path)} could not be removed ({err.strerror}): "
+                        "`zverify cold clean --yes` removes it"
+                    )
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
