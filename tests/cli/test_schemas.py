@@ -62,6 +62,7 @@ CONSTANTS = {
     "cold-check.schema.json": cold_report.CHECK_SCHEMA,
     "cold-send.schema.json": cold_report.SEND_SCHEMA,
     "cold-prune.schema.json": cold_report.PRUNE_SCHEMA,
+    "cold-repair.schema.json": cold_report.REPAIR_SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -580,3 +581,30 @@ def test_cold_prune_document_listing_lost_snapshots() -> None:
     doc = json.loads(cold_report.prune_json(decisions, {}, False, blocked(report)))
     validate_document("cold-prune.schema.json", doc)
     assert [lost["snapshot"] for lost in doc["datasets"][0]["lost"]] == ["1", "2"]
+
+
+@exercises("cold-repair.schema.json")
+def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
+    root = _archive(
+        tmp_path / "cold",
+        {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"},
+    )
+    made = zverify("cold", "parity", "-q", "--parity", "10", str(root))
+    assert made.returncode == 0, made.stdout + made.stderr
+    code, doc = cli("cold", "repair", "--json", str(root))
+    assert code == 0 and doc["repairs"] == [] and doc["exit_code"] == 0
+    validate_document("cold-repair.schema.json", doc)
+    flipped = bytearray((root / FULL_S1).read_bytes())
+    flipped[1000] ^= 1
+    (root / FULL_S1).write_bytes(bytes(flipped))
+    with open(root / INC_S1_S2, "r+b") as f:  # beyond 10% parity
+        f.seek(1000)
+        f.write(bytes(100_000))
+    code, doc = cli("cold", "repair", "--json", "--yes", str(root))
+    validate_document("cold-repair.schema.json", doc)
+    assert code == 1 == doc["exit_code"]
+    assert {r["file"]: r["status"] for r in doc["repairs"]} == {
+        FULL_S1: "repaired",
+        INC_S1_S2: "unrepairable",
+    }
+    assert doc["removed"] == [f"{FULL_S1}.damaged"]  # proven just now, so --yes removed it

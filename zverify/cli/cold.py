@@ -390,6 +390,7 @@ def repair(
     yes: Annotated[
         bool, typer.Option("--yes", help="Remove the damaged originals (NAME.damaged).")
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     wait: Wait = 0,
 ) -> int:
@@ -399,39 +400,40 @@ def repair(
     stream cannot be repaired (why), 2 error."""
     from zverify.cold import repair as cold_repair
     from zverify.progress import byte_progress, wanted
+    from zverify.report import cold as cold_report
 
     with _locked(directory, wait, "delete"):
-        with byte_progress(wanted(quiet), "checking", None) as hook:
+        with byte_progress(wanted(quiet or as_json), "checking", None) as hook:
             report = _read_archive(directory, None, lambda _name, n: hook(n))
-        outcomes = _repair_all(directory, report, files or [], sys.stdout)
+        outcomes = _repair_all(directory, report, files or [], None if as_json else sys.stdout)
         removed: list[str] = []
         if yes:
-            proven = {o.name for o in outcomes if o.status == "repaired"}
-            removed = cold_repair.drop_damaged(directory, report, proven)
-    for name in removed:
-        sys.stdout.write(f"removed   {shown(name)}\n")
-    kept = [o.kept for o in outcomes if o.kept and o.kept not in removed]
-    if kept:
-        sys.stdout.write(f"kept {len(kept)} damaged original(s): `--yes` removes them\n")
-    if not outcomes:
-        sys.stdout.write("nothing to repair\n")
+            removed = cold_repair.drop_damaged(directory, report, outcomes)
     worst = {"failed": 2, "unrepairable": 1, "no-parity": 1}
-    return exitcodes.worst([worst.get(o.status, 0) for o in outcomes] or [0])
+    code = exitcodes.worst([worst.get(o.status, 0) for o in outcomes] or [0])
+    if as_json:
+        sys.stdout.write(cold_report.repair_json(directory, outcomes, removed, code))
+    else:
+        sys.stdout.write(cold_report.repair_text(outcomes, removed))
+    return code
 
 
 def _repair_all(
-    directory: str, report: "ArchiveReport", asked: list[str] | None = None, to: TextIO = sys.stdout
+    directory: str,
+    report: "ArchiveReport",
+    asked: list[str] | None = None,
+    to: TextIO | None = sys.stdout,
 ) -> "list[Outcome]":
-    """Repair what was asked (default every damaged stream with parity), one line each."""
+    """Repair what was asked (default every damaged stream with parity), one line each as
+    it is done (to stdout or stderr; None: silent)."""
     from zverify.cold import repair as cold_repair
-    from zverify.errors import ColdError
+    from zverify.report.cold import repair_line
 
     outcomes = []
     for f in cold_repair.wanted(report, asked or []):
-        try:
-            outcome = cold_repair.repair(directory, f, cold_repair.read_sidecar(directory, f))
-        except ColdError as err:
-            outcome = cold_repair.Outcome(f.name, "failed", str(err))
-        to.write(f"{outcome.status:<9} {shown(f.name)}: {outcome.message}\n")
+        outcome = cold_repair.repair(directory, f, cold_repair.read_sidecar(directory, f))
+        if to is not None:
+            to.write(repair_line(outcome))
+            to.flush()
         outcomes.append(outcome)
     return outcomes

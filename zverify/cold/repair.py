@@ -60,7 +60,7 @@ def wanted(report: ArchiveReport, asked: list[str]) -> list[FileReport]:
 
 
 def repair(directory: str, f: FileReport, sidecar: dict[str, object] | None) -> Outcome:
-    """Repair one stream; the outcome says what happened (ColdError only for trouble)."""
+    """Repair one stream; the outcome says what happened, trouble included ("failed")."""
     if f.archived is not None:
         return Outcome(f.name, "intact", "intact: nothing to repair")
     if f.parity is None or not f.parity.usable:
@@ -72,7 +72,10 @@ def repair(directory: str, f: FileReport, sidecar: dict[str, object] | None) -> 
             f.name, "unrepairable", f"unrepairable: {describe(verdict)}; nothing replaced"
         )
     work = os.path.join(directory, f.name + REPAIR_WORK)
-    fd = workdir.make(work)
+    try:
+        fd = workdir.make(work)
+    except ColdError as err:
+        return Outcome(f.name, "failed", str(err))
     try:
         outcome = _repair_in(directory, work, f, sidecar)
     except (ColdError, OSError) as err:
@@ -281,12 +284,13 @@ def read_sidecar(directory: str, f: FileReport) -> dict[str, object] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def drop_damaged(directory: str, report: ArchiveReport, proven: set[str]) -> list[str]:
+def drop_damaged(directory: str, report: ArchiveReport, outcomes: list[Outcome]) -> list[str]:
     """Remove NAME.damaged where NAME is an intact stream proven in this run (read completely
-    by the check, or repaired).  Returns what was removed."""
+    by the check, or repaired just now).  Returns what was removed."""
+    proven = {o.name for o in outcomes if o.status == "repaired"}
     intact = {f.name for f in report.files if f.archived is not None} | proven
     removed = []
-    for kept in report.kept:
+    for kept in sorted(set(report.kept) | {o.kept for o in outcomes if o.kept}):
         if kept[: -len(DAMAGED)] not in intact:
             continue
         path = os.path.join(directory, kept)

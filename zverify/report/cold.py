@@ -18,12 +18,13 @@ from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
 from zverify.cold.parity import Parity
 from zverify.cold.prune import DatasetPrune
-from zverify.cold.repair import describe
+from zverify.cold.repair import Outcome, describe
 from zverify.sendstream.chain import Restorable
 
 CHECK_SCHEMA = "zverify.cold-check/1"
 SEND_SCHEMA = "zverify.cold-send/1"
 PRUNE_SCHEMA = "zverify.cold-prune/1"
+REPAIR_SCHEMA = "zverify.cold-repair/1"
 
 
 def check_text(report: ArchiveReport) -> str:
@@ -286,3 +287,39 @@ def clean_text(directory: str, found: list[Leftover], yes: bool) -> str:
     if leftovers and not yes:
         lines.append("dry run: nothing removed (--yes removes)")
     return _text(lines)
+
+
+# -- repair ----------------------------------------------------------------------------------
+
+
+def repair_line(o: Outcome) -> str:
+    return _text([f"{o.status:<9} {shown(o.name)}: {o.message}"])
+
+
+def repair_text(outcomes: list[Outcome], removed: list[str]) -> str:
+    lines = [f"removed   {shown(name)}" for name in removed]
+    kept = [o.kept for o in outcomes if o.kept and o.kept not in removed]
+    if kept:
+        lines.append(f"kept {len(kept)} damaged original(s): `--yes` removes them")
+    if not outcomes:
+        lines.append("nothing to repair")
+    return _text(lines)
+
+
+def repair_json(directory: str, outcomes: list[Outcome], removed: list[str], code: int) -> str:
+    doc = {
+        "schema": REPAIR_SCHEMA,
+        "directory": directory,
+        "exit_code": code,
+        "repairs": [
+            {
+                **_file_key(o.name),
+                "status": o.status,
+                "message": _message(o.message),
+                "kept": _name(o.kept) if o.kept else None,
+            }
+            for o in outcomes
+        ],
+        "removed": [_name(n) for n in removed],
+    }
+    return json.dumps(doc, indent=2) + "\n"
