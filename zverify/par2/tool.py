@@ -91,6 +91,7 @@ def version() -> str:
 def create(base: str, source: str, output: str, percent: int) -> None:
     """Recovery data for source (a file under the directory base) as output (NAME.par2,
     plus one NAME.vol*.par2 beside it): percent % of its size.  Raises ColdError."""
+    base, output, source = _absolute(base, output, source)
     argv = [executable(), "create", "-q", "-q", "-n1", f"-r{percent}", "-B", base, output, source]
     done = _run(argv)
     if done.returncode != 0:
@@ -99,7 +100,7 @@ def create(base: str, source: str, output: str, percent: int) -> None:
 
 def verify(base: str, par2_file: str) -> Verdict:
     """par2's verdict on the file par2_file protects, looked for under base."""
-    done = _run([executable(), "verify", "-B", base, par2_file])
+    done = _run([executable(), "verify", "-B", *_absolute(base, par2_file)])
     return _verdict(done)
 
 
@@ -107,13 +108,18 @@ def repair(base: str, par2_file: str, extra: str) -> Verdict:
     """Rebuild the protected file under base (where it must not exist) from the blocks of
     extra (a damaged copy, also under base: par2 ignores files outside it) and the recovery
     blocks.  The status is "repaired" only when par2 exits 0 saying the repair completed."""
-    done = _run([executable(), "repair", "-B", base, par2_file, extra])
+    done = _run([executable(), "repair", "-B", *_absolute(base, par2_file, extra)])
     found = _verdict(done)
     if found.status != "intact":
         return found
     if _REPAIRED.search(done.stdout) is None:
         return Verdict("unknown", detail=f"par2 exit 0 without a repair: {_last_words(done)}")
     return Verdict("repaired", found.available, found.blocks, found.recovery)
+
+
+def _absolute(*paths: str) -> list[str]:
+    """Absolute paths: a directory named like "-r5" must never become an option of par2."""
+    return [os.path.abspath(p) for p in paths]
 
 
 def _run(argv: list[str]) -> "subprocess.CompletedProcess[bytes]":
