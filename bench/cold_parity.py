@@ -1,0 +1,183 @@
+"""Parity of cold archives: what `--parity` costs next to the send itself, in one run, as ratios.
+
+Run by hand from the repository root (never collected by the test suite):
+
+    python bench/cold_parity.py [--size-mib 2048] [--percent 10] [--no-debian]
+
+A valid full stream of --size-mib is synthesized (bench/stream_vs_peers.py's generator), then:
+
+  send      `zverify cold send --parity 0` of it, from a stand-in `zfs` that is `cat FILE`
+            (this host has no ZFS; the VM runs under TCG): zverify's whole cost of archiving a
+            stream, validation, write, fsync and SHA-256 read-back included, with the fastest
+            producer there is.
+  parity    `zverify cold parity --parity PCT` (par2cmdline-turbo; the command reads the
+            archive completely first), the bare `par2 create` of the same program, and
+            Debian's par2cmdline 0.8.1 on the same file (`--no-debian` skips it: ~30 s/GiB).
+  check     `zverify cold check` of the damaged archive (stream scan, parity read, par2 verify)
+  repair    `zverify cold repair` after 3 zeroed 64 KiB ranges and 20 flipped bytes; the
+            repaired file must be byte-identical to the stream that was sent.
+
+Every time is the page cache hot (a warm-up read first), on an otherwise idle machine; the
+space overhead is the parity files' bytes over the stream's.  Results are printed and written
+to bench/results/cold-parity.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stream_vs_peers import synthesize
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.cold.standin import ZfsStandIn  # noqa: E402
+from zverify.par2 import tool  # noqa: E402
+
+GUID = 0x1234_5678_9ABC_DEF0  # the synthesized stream's toguid
+DATASET = "bench/ds"
+FAST_ZFS = """#!/bin/sh
+case "$1" in
+version) echo zfs-bench-standin ;;
+list)
+    case " $* " in
+    *" -t "*) printf '{dataset}@synthetic\\t{guid}\\t10\\n' ;;
+    *) echo {dataset} ;;
+    esac ;;
+send) exec cat '{stream}' ;;
+*) echo "bench zfs: unexpected $*" >&2; exit 1 ;;
+esac
+"""
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None, expect: int = 0) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd="/")
+    took = time.perf_counter() - start
+    if done.returncode != expect:
+        sys.exit(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return took
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(8 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def damage(path: Path) -> None:
+    size = path.stat().st_size
+    rng = random.Random(14)
+    with open(path, "r+b") as f:
+        for at in (size // 5, size // 2, size - size // 7):
+            f.seek(at)
+            f.write(bytes(64 * 1024))
+        for at in sorted(rng.randrange(1000, size) for _ in range(20)):
+            f.seek(at)
+            byte = f.read(1)[0]
+            f.seek(at)
+            f.write(bytes([byte ^ 0x20]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mib", type=int, default=2048)
+    parser.add_argument("--percent", type=int, default=10)
+    parser.add_argument("--no-debian", action="store_true", help="skip Debian's par2cmdline")
+    args = parser.parse_args()
+    zverify = shutil.which("zverify")
+    if zverify is None:
+        sys.exit("no `zverify` on PATH: pip install -e .")
+    work = Path(tempfile.mkdtemp(prefix="zv-parity-bench-", dir="/tmp"))
+    try:
+        results = run(work, zverify, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = REPO / "bench" / "results" / "cold-parity.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written to {out.relative_to(REPO)}")
+
+
+def run(work: Path, zverify: str, args: argparse.Namespace) -> dict[str, object]:
+    stream = work / "stream"
+    synthesize(stream, args.size_mib << 20)
+    size = stream.stat().st_size
+    standin = ZfsStandIn(work / "standin")  # its libzfs_core stub makes the bookmark
+    fast = FAST_ZFS.format(dataset=DATASET, guid=GUID, stream=stream)
+    (standin.bin / "zfs").write_text(fast)
+    env = standin.env()
+    times: dict[str, float] = {}
+    timed(["sh", "-c", f"cat '{stream}' > /dev/null"])  # warm-up: the page cache hot
+    archive = work / "archive"
+    archive.mkdir()
+    times["send"] = timed(
+        [zverify, "cold", "send", "-q", "--parity", "0", DATASET, str(archive)], env
+    )
+    (sent,) = [p for p in archive.iterdir() if p.suffix == ".zfsfull"]
+    original = sha256(sent)
+    pct = str(args.percent)
+    times["cold parity (turbo)"] = timed(
+        [zverify, "cold", "parity", "-q", "--parity", pct, str(archive)]
+    )
+    parity_bytes = sum(p.stat().st_size for p in archive.glob("*.par2"))
+    bare = work / "bare"
+    bare.mkdir()
+    turbo = tool.executable()
+    create = ["create", "-q", "-q", "-n1", f"-r{pct}", "-B", str(archive)]
+    times["par2 create (turbo)"] = timed([turbo, *create, str(bare / "s.par2"), str(sent)])
+    if not args.no_debian and os.access("/usr/bin/par2", os.X_OK):
+        debian = work / "debian"
+        debian.mkdir()
+        argv = ["/usr/bin/par2", *create, str(debian / "s.par2"), str(sent)]
+        times["par2 create (Debian 0.8.1)"] = timed(argv)
+    damage(sent)
+    times["cold check (damaged)"] = timed([zverify, "cold", "check", "-q", str(archive)], expect=1)
+    times["cold repair"] = timed([zverify, "cold", "repair", "-q", str(archive)])
+    if sha256(sent) != original:
+        sys.exit("the repaired stream is not the stream that was sent")
+    times["cold check (repaired)"] = timed([zverify, "cold", "check", "-q", str(archive)])
+    return report(size, parity_bytes, times, turbo)
+
+
+def report(size: int, parity_bytes: int, times: dict[str, float], turbo: str) -> dict[str, object]:
+    send = times["send"]
+    load = os.getloadavg()[0]
+    print(f"stream {size / 2**20:,.0f} MiB; par2: {tool.version() or turbo}; load {load:.2f}")
+    print(f"{'step':<28} {'seconds':>8} {'MB/s':>8} {'x send':>7}")
+    rows = {}
+    for step, took in times.items():
+        rate = size / took / 1e6
+        rows[step] = {
+            "seconds": round(took, 2),
+            "mb_s": round(rate),
+            "ratio_to_send": round(took / send, 2),
+        }
+        print(f"{step:<28} {took:8.2f} {rate:8.0f} {took / send:6.2f}x")
+    overhead = 100 * parity_bytes / size
+    print(
+        f"space: {parity_bytes:,} bytes of parity for {size:,} bytes of stream = {overhead:.2f} %"
+    )
+    return {
+        "stream_bytes": size,
+        "parity_bytes": parity_bytes,
+        "overhead_percent": round(overhead, 2),
+        "par2": tool.version(),
+        "cpus": os.cpu_count(),
+        "steps": rows,
+    }
+
+
+if __name__ == "__main__":
+    main()
