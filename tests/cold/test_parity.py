@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, plain_env, run, start, valid
+from tests.cold.test_write_failures import leave_free, needs_root, small_filesystem
 from zverify.cold import lock
 
 FULL = "zv%2Ffs@s1.zfsfull"
@@ -397,3 +398,31 @@ def test_prune_deletes_parity_with_its_stream(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert [n for n in listing(root) if n.startswith(FULL)] == []
     assert check(root)[0] == 0
+
+
+# -- a full filesystem: nothing half-made is left, nothing replaced ----------------------------
+
+
+@needs_root
+def test_a_full_filesystem_fails_parity_and_repair_and_leaves_nothing(tmp_path: Path) -> None:
+    with small_filesystem(tmp_path / "small", "tmpfs") as mount:
+        root = mount / "cold"
+        root.mkdir()
+        shutil.copy(STREAMS / FIXTURE[INC], root / INC)
+        leave_free(mount, 16 * 4096)  # the parity needs ~90 pages
+        made = run("cold", "parity", "-q", str(root), env=plain_env())
+        assert made.returncode == 2, made.stdout + made.stderr
+        assert listing(root) == [INC]  # no parity file, no work directory
+        (mount / "filler").unlink()
+        assert run("cold", "parity", "-q", str(root), env=plain_env()).returncode == 0
+        flip(root / INC, 1000)
+        before = digest(root / INC)
+        leave_free(mount, 16 * 4096)  # the rebuilt stream needs ~38 pages
+        repaired = run("cold", "repair", "-q", str(root), env=plain_env())
+        assert repaired.returncode == 2, repaired.stdout + repaired.stderr
+        assert "repaired  " not in repaired.stdout
+        assert digest(root / INC) == before
+        assert not [n for n in listing(root) if n.endswith((".damaged", ".partial"))]
+        (mount / "filler").unlink()
+        assert run("cold", "repair", "-q", str(root), env=plain_env()).returncode == 0
+        assert (root / INC).read_bytes() == (STREAMS / FIXTURE[INC]).read_bytes()
