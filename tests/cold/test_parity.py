@@ -360,6 +360,22 @@ def test_parity_of_another_stream_is_a_mismatch_never_used(tmp_path: Path) -> No
     assert done.returncode == 1 and "protects another file" in done.stdout, done.stdout
 
 
+def test_parity_beside_a_symlink_never_makes_par2_follow_it(tmp_path: Path) -> None:
+    root = archive(tmp_path, 10)
+    fifo = tmp_path / "fifo"  # par2 opening it would block: the check would never end
+    os.mkfifo(fifo)
+    (root / FULL).unlink()
+    (root / FULL).symlink_to(fifo)
+    flip(root / INC, 1000)
+    code, doc = check(root)
+    assert code == 1
+    stream = file_doc(doc, FULL)
+    assert [p["kind"] for p in stream["problems"]] == ["not-a-stream"] and "parity" not in stream
+    assert file_doc(doc, INC)["parity"]["repair"]["status"] == "repairable"  # the rest still is
+    done = run("cold", "repair", "-q", str(root), FULL, env=plain_env(), timeout=60)
+    assert done.returncode == 1 and "has no parity" in done.stdout, done.stdout
+
+
 def test_parity_without_its_stream_is_an_orphan(tmp_path: Path) -> None:
     root = archive(tmp_path, 10)
     (root / INC).unlink()

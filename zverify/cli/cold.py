@@ -149,11 +149,7 @@ def send(
 
 def _parity_level(archive: "ArchiveReport", asked: int | None) -> int:
     """--parity, else the archive's own level (so that a cron job keeps it), else none."""
-    from zverify.cold.parity import percent_of
-
-    if asked is not None:
-        return asked
-    return percent_of([f.parity for f in archive.files if f.parity is not None]) or 0
+    return asked if asked is not None else archive.parity_level or 0
 
 
 def _locked(directory: str, wait: float, how: str) -> "AbstractContextManager[None]":

@@ -74,6 +74,7 @@ class ArchiveReport:
     chains: dict[str, list[Chain]]
     problems: list[Problem]  # about the archive as a whole: orphans, duplicates
     kept: list[str] = field(default_factory=list)  # NAME.damaged: originals of repaired streams
+    parity_level: int | None = None  # the archive's parity percentage (all datasets), if any
 
     @property
     def all_problems(self) -> list[Problem]:
@@ -101,6 +102,7 @@ def check_archive(
     _check_names(files)
     stray = _check_sidecars(directory, files, aside.sidecars)
     stray += _check_parity(directory, files, aside.parities)
+    level = parity.percent_of([f.parity for f in files if f.parity is not None])
     # a misnamed but intact stream still restores: chains go by GUID, never by name
     archived = [f.archived for f in files if f.archived is not None]
     datasets = sorted({d for a in archived for d in a.datasets})
@@ -115,6 +117,7 @@ def check_archive(
         {d: chains(d, archived) for d in datasets},
         [p for d in datasets for p in _chain_problems(plans[d])] + stray + aside.loose,
         sorted(aside.kept),
+        level,
     )
 
 
@@ -343,13 +346,14 @@ def _check_parity(
     streams = {f.name: f for f in files if f.kind != "partial"}
     for name, group in groups.items():
         f = streams.get(name)
-        if f is not None:
+        if f is not None and f.identity is not None:  # a regular file that was opened
             proven = f.identity if f.archived else None
             f.parity = parity.inspect(directory, name, group, proven, f.readable)
             f.problems += [Problem(name, kind, message) for kind, message in f.parity.problems]
     if groups.keys() & streams.keys():
         for f in streams.values():
-            if f.parity is None and (f.archived is not None or names.parse(f.name)):
+            looks_like_one = f.archived is not None or names.parse(f.name) is not None
+            if f.parity is None and f.identity is not None and looks_like_one:
                 message = "has no parity, while other streams of the archive have"
                 f.problems.append(Problem(f.name, "no-parity", message))
     return [
