@@ -192,7 +192,7 @@ def _check_partial(directory: str, name: str, st: os.stat_result) -> FileReport 
     clean = f"`zverify cold clean --yes {shlex.quote(directory)}` removes it"
     try:
         fd = (
-            _open_dir(path, st)
+            entries.open_directory(path, Identity.of(st))
             if stat.S_ISDIR(st.st_mode)
             else entries.open_regular(path, Identity.of(st))
         )
@@ -219,15 +219,6 @@ def _check_partial(directory: str, name: str, st: os.stat_result) -> FileReport 
         return FileReport(name, "partial", st.st_size, in_progress=note)
     why = f"left by an interrupted {run[2:]}: never part of a chain; {clean}"
     return FileReport(name, "partial", st.st_size, problems=[Problem(name, "partial", why)])
-
-
-def _open_dir(path: str, st: os.stat_result) -> int:
-    """A work directory, never through a symlink, and still the one that was listed."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    if not Identity.of(st).same_file(os.fstat(fd)):
-        os.close(fd)
-        raise entries.Changed(f"{names.shown(os.path.basename(path))} was replaced")
-    return fd
 
 
 def _check_stream(

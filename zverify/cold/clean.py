@@ -24,9 +24,10 @@ import errno
 import fcntl
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from zverify.cold import entries, lock, names
+from zverify.cold import entries, lock, names, workdir
 from zverify.cold.check import WORK_DIRS
 from zverify.cold.entries import Identity
 from zverify.cold.send import fsync_dir
@@ -78,78 +79,73 @@ def _one(directory: str, name: str, owner: int, remove: bool) -> Leftover | None
     if doubts:
         item.left = f"{doubts[0][1]}: not this archive's own file"
         return item
-    try:
-        fd = entries.open_regular(path, Identity.of(st))
-    except (OSError, entries.Changed) as err:
-        item.left = f"cannot open: {err.strerror}" if isinstance(err, OSError) else str(err)
-        return item
-    try:
-        if not remove:
-            if lock.partial_in_progress(fd):
-                item.in_progress = _writing(fd)
-            return item
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # while this command holds the archive: not a zverify send
-            item.left = f"{_writing(fd)} that does not hold the archive's lock"
-            return item
-        if not Identity.of(st).same_file(os.lstat(path)):
-            item.left = "replaced while it was looked at: not removed"
-            return item
-        os.unlink(path)
-        item.removed = True
-        return item
-    except OSError as err:
-        if err.errno == errno.ENOENT:
-            return None
-        raise ColdError(f"removing {names.shown(name)} failed: {err.strerror}") from None
-    finally:
-        os.close(fd)
+    return _remove_if_left(item, path, st, remove, "send", _unlink_same)
+
+
+def _unlink_same(path: str, st: os.stat_result, _fd: int) -> str | None:
+    if not Identity.of(st).same_file(os.lstat(path)):
+        return "replaced while it was looked at: not removed"
+    os.unlink(path)
+    return None
 
 
 def _work_dir(
     directory: str, name: str, st: os.stat_result, owner: int, remove: bool
 ) -> Leftover | None:
-    path = os.path.join(directory, name)
     item = Leftover(name)
     doubts = [d for d in entries.doubts(st, owner) if d[0] != "hard-link"]  # a directory's links
     if doubts:
         item.left = f"{doubts[0][1]}: not this archive's own directory"
         return item
+    path = os.path.join(directory, name)
+    return _remove_if_left(item, path, st, remove, "parity or repair run", _empty_work_dir)
+
+
+def _empty_work_dir(path: str, _st: os.stat_result, fd: int) -> str | None:
+    inside = [os.lstat(n, dir_fd=fd) for n in os.listdir(path)]
+    if any(stat.S_ISDIR(s.st_mode) for s in inside):
+        return "holds a directory: not a zverify work directory"
+    workdir.empty_and_remove(path, fd)
+    return None
+
+
+def _remove_if_left(
+    item: Leftover,
+    path: str,
+    st: os.stat_result,
+    remove: bool,
+    run: str,
+    remove_it: Callable[[str, os.stat_result, int], str | None],
+) -> Leftover | None:
+    """Open the .partial file or work directory (still the entry that was listed); without
+    remove, say whether a running send (run) holds it; with remove, take its lock (refused:
+    a run that does not hold the archive's lock has it) and remove_it(path, st, fd), which
+    says why it is left or removes it.  None when it vanished while it was removed."""
+    opener = entries.open_directory if stat.S_ISDIR(st.st_mode) else entries.open_regular
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        item.left = f"cannot open: {err.strerror}"
+        fd = opener(path, Identity.of(st))
+    except (OSError, entries.Changed) as err:
+        item.left = f"cannot open: {err.strerror}" if isinstance(err, OSError) else str(err)
         return item
     try:
-        if not Identity.of(st).same_file(os.fstat(fd)):
-            item.left = "replaced while it was looked at: not removed"
-            return item
-        inside = [(n, os.lstat(n, dir_fd=fd)) for n in os.listdir(fd)]
-        item.bytes = sum(s.st_size for _, s in inside)
+        if stat.S_ISDIR(st.st_mode):
+            item.bytes = sum(os.lstat(n, dir_fd=fd).st_size for n in os.listdir(path))
         if not remove:
             if lock.partial_in_progress(fd):
-                item.in_progress = _writing(fd, "parity or repair run")
+                item.in_progress = _writing(fd, run)
             return item
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            item.left = f"{_writing(fd)} that does not hold the archive's lock"
+        except BlockingIOError:  # while this command holds the archive: not a zverify run
+            item.left = f"{_writing(fd, run)} that does not hold the archive's lock"
             return item
-        if any(stat.S_ISDIR(s.st_mode) for _, s in inside):
-            item.left = "holds a directory: not a zverify work directory"
-            return item
-        for entry, _ in inside:
-            os.unlink(entry, dir_fd=fd)
-        os.rmdir(path)
-        item.removed = True
+        item.left = remove_it(path, st, fd)
+        item.removed = item.left is None
         return item
     except OSError as err:
         if err.errno == errno.ENOENT:
             return None
-        raise ColdError(f"removing {names.shown(name)} failed: {err.strerror}") from None
+        raise ColdError(f"removing {names.shown(item.name)} failed: {err.strerror}") from None
     finally:
         os.close(fd)
 

@@ -104,3 +104,14 @@ def open_regular(path: str, expect: Identity | None = None, flags: int = SAFE_OP
         os.close(fd)
         raise
     return fd
+
+
+def open_directory(path: str, expect: Identity | None = None) -> int:
+    """An fd of the directory at path (a work directory of the archive), never through a
+    symlink.  Raises OSError when it cannot be opened, Changed when it is not the directory
+    expected (same inode)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if expect is not None and not expect.same_file(os.fstat(fd)):
+        os.close(fd)
+        raise Changed(f"{shown(os.path.basename(path))} was replaced since it was listed")
+    return fd

@@ -12,7 +12,7 @@ import errno
 import os
 import time
 
-from zverify.cold import lock, names
+from zverify.cold import entries, lock, names
 from zverify.errors import ColdError
 
 SETTLE = 2.0  # seconds to wait for a FUSE filesystem's delayed release (.fuse_hidden files)
@@ -29,7 +29,7 @@ def make(path: str) -> int:
         ) from None
     except OSError as err:
         raise ColdError(f"cannot create {names.shown(path)}: {err.strerror}") from None
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = entries.open_directory(path)
     lock.hold_partial(fd)
     return fd
 
@@ -37,25 +37,34 @@ def make(path: str) -> int:
 def remove(path: str, fd: int) -> str | None:
     """Empty and remove the directory, then close fd; what is left behind, in words, or None.
     Never raises: a leftover must not hide what the run itself found."""
-    deadline = time.monotonic() + SETTLE
     try:
-        while True:
-            try:
-                # listed by path: FUSE may answer a re-read of one open directory from cache
-                for name in os.listdir(path):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(name, dir_fd=fd)
-                os.rmdir(path)
-                return None
-            except FileNotFoundError:
-                return None  # the directory itself is gone
-            except OSError as err:
-                # FUSE renames a file still open to .fuse_hidden* until it is released
-                if err.errno != errno.ENOTEMPTY or time.monotonic() > deadline:
-                    return (
-                        f"{names.shown(path)} could not be removed ({err.strerror}): "
-                        "`zverify cold clean --yes` removes it"
-                    )
-                time.sleep(0.05)
+        empty_and_remove(path, fd)
+    except OSError as err:
+        return (
+            f"{names.shown(path)} could not be removed ({err.strerror}): "
+            "`zverify cold clean --yes` removes it"
+        )
     finally:
         os.close(fd)
+    return None
+
+
+def empty_and_remove(path: str, fd: int) -> None:
+    """Unlink what is in the directory (open on fd), then the directory.  Raises OSError
+    (IsADirectoryError for a subdirectory: never removed)."""
+    deadline = time.monotonic() + SETTLE
+    while True:
+        try:
+            # listed by path: FUSE may answer a re-read of one open directory from cache
+            for name in os.listdir(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd)
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return  # the directory itself is gone
+        except OSError as err:
+            # FUSE renames a file still open to .fuse_hidden* until it is released
+            if err.errno != errno.ENOTEMPTY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
