@@ -358,14 +358,20 @@ def _check_parity(
     ]
 
 
+def read_sidecar(path: str, expect: Identity | None = None) -> object:
+    """The JSON value of a sidecar (a regular file, never followed).  Raises OSError,
+    ValueError or entries.Changed."""
+    fd = entries.open_regular(path, expect)
+    try:
+        return json.loads(os.read(fd, 1 << 20))
+    finally:
+        os.close(fd)
+
+
 def _sidecar_problems(path: str, f: FileReport, expect: Identity) -> list[Problem]:
     name = names.shown(os.path.basename(path))
     try:
-        fd = entries.open_regular(path, expect)
-        try:
-            doc = json.loads(os.read(fd, 1 << 20))
-        finally:
-            os.close(fd)
+        doc = read_sidecar(path, expect)
     except (OSError, ValueError, entries.Changed) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else err
         return [Problem(f.name, "sidecar-mismatch", f"{name} cannot be read: {why}")]

@@ -20,13 +20,12 @@ archive exclusively (zverify.cold.lock).
 
 import errno
 import hashlib
-import json
 import os
 import shutil
 import stat
 from dataclasses import dataclass
 
-from zverify.cold import entries, names, workdir
+from zverify.cold import check, entries, names, workdir
 from zverify.cold.check import DAMAGED, REPAIR_WORK, SIDECAR, ArchiveReport, FileReport
 from zverify.cold.entries import Identity
 from zverify.cold.send import fsync_dir
@@ -274,11 +273,7 @@ def _replace(directory: str, f: FileReport, rebuilt: str) -> str:
 def read_sidecar(directory: str, f: FileReport) -> dict[str, object] | None:
     """The stream's sidecar, when there is one that reads as a JSON object."""
     try:
-        fd = entries.open_regular(os.path.join(directory, f.name + SIDECAR))
-        try:
-            doc = json.loads(os.read(fd, 1 << 20))
-        finally:
-            os.close(fd)
+        doc = check.read_sidecar(os.path.join(directory, f.name + SIDECAR))
     except (OSError, ValueError, entries.Changed):
         return None
     return doc if isinstance(doc, dict) else None
