@@ -33,7 +33,10 @@ def test_a_walk_that_cannot_finish_leaves_no_manifest(
     harness: Harness, trees: Trees, tmp_path: Path
 ) -> None:
     """Memory that stays exhausted from some allocation on: the walk fails part-way, and
-    neither the target file nor a partial one may be left to be mistaken for a manifest."""
+    neither the target file nor a partial one may be left to be mistaken for a manifest.
+    A hashing thread that cannot get its buffer marks what it claims as unreadable; when
+    it starts after the others have claimed every file, nothing was lost and the run may
+    succeed, but then its manifest must be the clean run's, entry for entry."""
     out = tmp_path / "src.zvm"
     clean = harness.run(None, "manifest", "-q", str(trees.src), "-o", str(tmp_path / "ok.zvm"))
     assert clean.returncode == 0, clean.describe()
@@ -41,6 +44,10 @@ def test_a_walk_that_cannot_finish_leaves_no_manifest(
     for n in range(max(2, clean.counts["malloc"] // 2), clean.counts["malloc"], 7):
         run = harness.run(f"malloc:{n}+", "manifest", "-q", str(trees.src), "-o", str(out))
         if not run.fired:
+            continue
+        if run.returncode == 0:  # only a spare worker failed; another one did its work
+            assert entries(out) == entries(tmp_path / "ok.zvm"), run.describe()
+            out.unlink()
             continue
         assert run.returncode == 2 and "Traceback" not in run.stderr, run.describe()
         if "could not finish" in run.stderr:
@@ -51,6 +58,12 @@ def test_a_walk_that_cannot_finish_leaves_no_manifest(
         out.unlink(missing_ok=True)
     assert unfinished, "no allocation failure stopped the walk"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.zvm"]
+
+
+def entries(manifest: Path) -> list[str]:
+    """A manifest's entry lines: without the header (it holds the time of creation) and
+    without the trailer."""
+    return manifest.read_text().splitlines()[1:-1]
 
 
 def test_a_manifest_on_stdout_without_its_trailer_never_verifies(
