@@ -94,6 +94,9 @@ class WalkOptions:
     xattrs: bool = True
     one_file_system: bool = False
     filter: Filter = field(default_factory=Filter)
+    # Only the paths in [lo, hi) in canonical order (hi None: to the end), for one work item
+    # of a walk split across MPI ranks (zverify.mpi); such a walk is read through a Join.
+    key_range: tuple[bytes, bytes | None] | None = None
 
 
 class TreeWalk:
@@ -117,6 +120,8 @@ class TreeWalk:
                 filter=options.filter.compiled(),
                 max_open_files=max_files,
                 max_dir_fds=max_dirs,
+                range_lo=options.key_range[0] if options.key_range else None,
+                range_hi=options.key_range[1] if options.key_range else None,
             )
         except OSError as err:
             raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None

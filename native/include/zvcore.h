@@ -109,7 +109,14 @@ typedef struct zv_record {
     int err_errno;
     int64_t err_offset;  /* byte offset for read errors, else -1 */
     int changed;         /* enum zv_change */
+    int context;         /* a walk over a key range (zv_options.range_lo): a directory that
+                            leads to the range, emitted only so that a join knows whether
+                            the range lies below a directory it may fold; never a result */
 } zv_record;
+
+/* Canonical order of two relative paths: bytewise, with '/' read as NUL (so a directory's
+ * subtree comes right after it, before its next sibling).  <0, 0, >0 like memcmp. */
+int zv_canonical_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---- filters (zv_filter.c): which paths a walk leaves out ---- */
 
@@ -144,6 +151,12 @@ typedef struct zv_options {
      * way down (0: 64 levels; deeper ones are reopened when the walk climbs back). */
     size_t max_open_files;
     int max_dir_fds;
+    /* Only the entries whose paths lie in [range_lo, range_hi) in canonical order (NULL:
+     * unbounded), for a walk split into key ranges (zverify --mpi): the directories that
+     * lead to range_lo are entered and emitted as context records, everything else outside
+     * the range is skipped before it is stat'ed.  Borrowed: must outlive the walk. */
+    const char *range_lo, *range_hi;
+    size_t range_lo_len, range_hi_len;
 } zv_options;
 
 typedef struct zv_walk zv_walk;

@@ -63,6 +63,7 @@ typedef struct {
     size_t batch;
     zv_record *buf;
     PyObject *filter; /* the Filter the walk borrows: kept alive until the walk is closed */
+    PyObject *range;  /* (range_lo, range_hi) bytes the walk borrows, or NULL: no range */
     zv_counters final; /* the counters as the walk closed, so they outlive it */
 } WalkerObject;
 
@@ -218,20 +219,38 @@ static PyObject *raise_status(int rc, int err_no, PyObject *root)
     return NULL;
 }
 
+/* range_lo/range_hi: bytes or None (unbounded). */
+static int set_range(zv_options *opt, PyObject *lo, PyObject *hi)
+{
+    if ((lo != Py_None && !PyBytes_Check(lo)) || (hi != Py_None && !PyBytes_Check(hi))) {
+        PyErr_SetString(PyExc_TypeError, "range_lo and range_hi must be bytes or None");
+        return -1;
+    }
+    if (lo != Py_None)
+        opt->range_lo = PyBytes_AS_STRING(lo), opt->range_lo_len = (size_t)PyBytes_GET_SIZE(lo);
+    if (hi != Py_None)
+        opt->range_hi = PyBytes_AS_STRING(hi), opt->range_hi_len = (size_t)PyBytes_GET_SIZE(hi);
+    return 0;
+}
+
 static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"root", "algo", "threads", "block_size", "one_file_system",
                              "xattrs", "batch", "filter", "max_open_files", "max_dir_fds",
-                             NULL};
-    PyObject *root, *filter = Py_None;
+                             "range_lo", "range_hi", NULL};
+    PyObject *root, *filter = Py_None, *lo = Py_None, *hi = Py_None;
     zv_options opt = {.algo = ZV_HASH_XXH3_128, .threads = 2, .block_size = 128 << 10,
                       .one_file_system = 0, .read_xattrs = 1};
     Py_ssize_t batch = 1024, block = (Py_ssize_t)opt.block_size, max_files = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppnOni", kwlist, PyUnicode_FSConverter,
-                                     &root, &opt.algo, &opt.threads, &block,
-                                     &opt.one_file_system, &opt.read_xattrs, &batch, &filter,
-                                     &max_files, &opt.max_dir_fds))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iinppnOniOO", kwlist,
+                                     PyUnicode_FSConverter, &root, &opt.algo, &opt.threads,
+                                     &block, &opt.one_file_system, &opt.read_xattrs, &batch,
+                                     &filter, &max_files, &opt.max_dir_fds, &lo, &hi))
         return -1;
+    if (set_range(&opt, lo, hi) < 0) {
+        Py_DECREF(root);
+        return -1;
+    }
     if (self->walk || zv_py_filter_get(filter, &opt.filter) < 0) {
         if (self->walk)
             PyErr_SetString(PyExc_RuntimeError, "Walker already started");
@@ -269,7 +288,9 @@ static int Walker_init(WalkerObject *self, PyObject *args, PyObject *kw)
     self->batch = (size_t)batch;
     Py_INCREF(filter);
     self->filter = filter;
-    return 0;
+    if (opt.range_lo || opt.range_hi)
+        self->range = Py_BuildValue("(OO)", lo, hi); /* keeps both alive; NULL: raised */
+    return self->range || !(opt.range_lo || opt.range_hi) ? 0 : -1;
 }
 
 static void close_walk(WalkerObject *self)
@@ -305,6 +326,10 @@ static PyObject *Walker_next(WalkerObject *self)
 {
     if (!self->walk)
         return NULL; /* exhausted or closed: StopIteration */
+    if (self->range) { /* its context records are for a Join, never results */
+        PyErr_SetString(PyExc_TypeError, "a Walker over a key range is read through a Join");
+        return NULL;
+    }
     for (;;) {
         size_t n = 0;
         int rc;
@@ -346,6 +371,7 @@ static void Walker_dealloc(WalkerObject *self)
     close_walk(self);
     PyMem_Free(self->buf);
     Py_XDECREF(self->filter); /* only now: the walk's threads borrowed it until closed */
+    Py_XDECREF(self->range);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -10,6 +10,10 @@
  * (their groups are compared in Python), and every entry below a directory whose subtree
  * the engine may fold into one difference (see in_fold_region below).  The Python engine
  * stays the reference; tests/compare/test_join.py holds this one to it.
+ *
+ * Walks over a key range (zverify --mpi: one range per work item) also emit the directories
+ * leading to their range as context records: the join folds on them as the single walk
+ * would have, and drops them.
  */
 #include "zvcore.h"
 
@@ -73,8 +77,7 @@ void zv_join_sizes_only(zv_join *j)
 
 void zv_join_get_totals(const zv_join *j, zv_join_totals *t) { *t = j->totals; }
 
-/* Canonical order: bytewise, with '/' sorting before every other byte (as NUL). */
-static int canonical_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int zv_canonical_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     size_t n = alen < blen ? alen : blen;
     for (size_t i = 0; i < n; i++) {
@@ -92,7 +95,7 @@ static int canonical_cmp(const char *a, size_t alen, const char *b, size_t blen)
 static int check_order(zv_join *j, int i, const zv_record *r)
 {
     side *sd = &j->s[i];
-    if (sd->last && canonical_cmp(sd->last, sd->last_len, r->path, r->path_len) >= 0) {
+    if (sd->last && zv_canonical_cmp(sd->last, sd->last_len, r->path, r->path_len) >= 0) {
         j->failed_side = i;
         return ZV_EORDER;
     }
@@ -243,7 +246,7 @@ static int step(zv_join *j, zv_pair *out, int *handed)
     zv_record *s = a->pos < a->n ? &a->recs[a->pos] : NULL;
     zv_record *d = b->pos < b->n ? &b->recs[b->pos] : NULL;
     if (s && d) {
-        int c = canonical_cmp(s->path, s->path_len, d->path, d->path_len);
+        int c = zv_canonical_cmp(s->path, s->path_len, d->path, d->path_len);
         if (c < 0)
             d = NULL;
         else if (c > 0)
@@ -256,7 +259,16 @@ static int step(zv_join *j, zv_pair *out, int *handed)
         j->fold = NULL;
     }
     *handed = 0;
-    if (!folded && s && d && same_entry(s, d, j->sizes_only) &&
+    if ((s && s->context) || (d && d->context)) {
+        /* a directory leading to a ranged walk's range: its own rank reports it; here it
+         * only says whether what follows lies below a directory the engine may fold */
+        if (!folded && may_fold(s, d) && start_fold(j, any) != ZV_OK)
+            return ZV_ENOMEM;
+        if (s)
+            zv_record_free(s);
+        if (d)
+            zv_record_free(d);
+    } else if (!folded && s && d && same_entry(s, d, j->sizes_only) &&
         ((s->nlink <= 1 && d->nlink <= 1) || s->kind == ZV_KIND_DIR)) {
         settle_identical(&j->totals, s, d);
         zv_record_free(s);

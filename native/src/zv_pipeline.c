@@ -167,7 +167,9 @@ static void *walker_main(void *arg)
     zv_traverse_opts opt = {w->root_fd,          w->root_dev,
                             w->opt.one_file_system, w->opt.read_xattrs,
                             w->opt.algo != ZV_HASH_NONE, w->opt.filter,
-                            w->opt.max_dir_fds, w->root_path};
+                            w->opt.max_dir_fds, w->root_path,
+                            w->opt.range_lo,     w->opt.range_hi,
+                            w->opt.range_lo_len, w->opt.range_hi_len};
     zv_sink sink = {w, push, reserve_fd, await_close, release_fd, count_excluded};
     int err_no = 0;
     int status = zv_traverse(&opt, &sink, &err_no);

@@ -399,6 +399,28 @@ static int open_file(const zv_sink *sink, const zv_traverse_opts *opt, int dirfd
     return fd;
 }
 
+/* Where a path lies relative to the walk's key range (zv_options.range_lo/hi). */
+enum range_place { IN_RANGE, BEFORE_RANGE, LEADS_TO_RANGE, AFTER_RANGE };
+
+static enum range_place range_place(const zv_traverse_opts *o, const char *path, size_t len)
+{
+    if (o->range_hi && zv_canonical_cmp(path, len, o->range_hi, o->range_hi_len) >= 0)
+        return AFTER_RANGE; /* and so is everything after it: its subtree, its later siblings */
+    if (!o->range_lo || zv_canonical_cmp(path, len, o->range_lo, o->range_lo_len) >= 0)
+        return IN_RANGE;
+    /* Before range_lo: only a directory holding range_lo has anything in the range. */
+    int holds = len == 0 || (o->range_lo_len > len && memcmp(o->range_lo, path, len) == 0 &&
+                             o->range_lo[len] == '/');
+    return holds ? LEADS_TO_RANGE : BEFORE_RANGE;
+}
+
+/* Nothing after the current entry is in the range: let every level run out. */
+static void finish_walk(walk_state *s)
+{
+    for (size_t i = 0; i < s->depth; i++)
+        s->stack[i].next = s->stack[i].nchildren;
+}
+
 /* Whether the filter leaves r out: 1 yes, 0 no, -1 it ran out of memory. */
 static int excludes(const walk_state *s, const zv_record *r, int is_dir)
 {
@@ -434,6 +456,30 @@ static int emit(walk_state *s, zv_record *r, int fd)
 }
 
 /*
+ * A directory on the way to the range: entered and emitted as context (for the join),
+ * never as a result; anything else there, or one the filter leaves out (and counts in the
+ * rank that owns it), is skipped.
+ */
+static int visit_leading(walk_state *s, int dirfd, const char *name, size_t plen)
+{
+    struct stat st;
+    if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+        return ZV_OK;
+    zv_record r;
+    if (new_record(&r, s->path, plen) < 0)
+        return ZV_EWALK;
+    set_stat(&r, &st);
+    int verdict = excludes(s, &r, 1);
+    if (verdict != 0) {
+        zv_record_free(&r);
+        return verdict < 0 ? ZV_EWALK : ZV_OK;
+    }
+    r.context = 1;
+    enter_dir(s, dirfd, name, &r, plen, &st);
+    return emit(s, &r, -1);
+}
+
+/*
  * Build and emit the record of one child of the top frame.
  * @return ZV_OK, ZV_ESTOPPED, or ZV_EWALK (no memory for the record itself: the
  *         traversal cannot go on without losing this entry).
@@ -443,8 +489,21 @@ static int visit(walk_state *s, const char *name)
     frame *top = &s->stack[s->depth - 1];
     int dirfd = top->fd;
     int plen = set_path(s, top->path_len, name);
+    if (plen < 0)
+        return ZV_EWALK;
+    switch (range_place(s->opt, s->path, (size_t)plen)) {
+    case BEFORE_RANGE:
+        return ZV_OK;
+    case AFTER_RANGE:
+        finish_walk(s);
+        return ZV_OK;
+    case LEADS_TO_RANGE:
+        return visit_leading(s, dirfd, name, (size_t)plen);
+    case IN_RANGE:
+        break;
+    }
     zv_record r;
-    if (plen < 0 || new_record(&r, s->path, (size_t)plen) < 0)
+    if (new_record(&r, s->path, (size_t)plen) < 0)
         return ZV_EWALK;
     struct stat st;
     int fd = -1;
@@ -487,7 +546,8 @@ static int push_root(walk_state *s)
         return emit(s, &r, -1);
     }
     set_stat(&r, &st);
-    if (s->opt->read_xattrs)
+    r.context = range_place(s->opt, "", 0) != IN_RANGE;
+    if (s->opt->read_xattrs && !r.context)
         zv_xattrs_read(root_fd, NULL, &r);
     char **children = NULL;
     size_t n = 0;

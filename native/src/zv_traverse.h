@@ -32,6 +32,8 @@ typedef struct zv_traverse_opts {
     const zv_filter *filter; /* NULL: keep everything */
     int keep_open;       /* directory levels whose fds stay open, >= 1 */
     const char *root_path; /* NULL: unknown */
+    const char *range_lo, *range_hi; /* zv_options: NULL unbounded */
+    size_t range_lo_len, range_hi_len;
 } zv_traverse_opts;
 
 /*
