@@ -94,7 +94,54 @@ static void free_names(char **names, size_t n)
 }
 
 /* Read and sort the names of directory fd (fd stays open). */
-static int list_dir(int fd, char ***out, size_t *count)
+/*
+ * Which names of one directory a walk over a key range needs: those from the component of
+ * range_lo below it (if range_lo lies below it) up to and including the component of
+ * range_hi below it (if range_hi does).  Any other name's whole subtree is outside the
+ * range, so a directory of millions of entries split across many ranges is sorted and
+ * held by each only for its share (getdents still reads it all).
+ */
+typedef struct name_bounds {
+    const char *lo, *hi; /* NULL: unbounded */
+    size_t lo_len, hi_len;
+} name_bounds;
+
+/* The component of bound (a path) right below directory dir, or NULL if it is not below. */
+static const char *component_below(const char *dir, size_t dlen, const char *bound, size_t blen,
+                                   size_t *clen)
+{
+    size_t start = dlen ? dlen + 1 : 0;
+    if (!bound || blen == 0 ||
+        (dlen && !(blen > dlen && memcmp(bound, dir, dlen) == 0 && bound[dlen] == '/')))
+        return NULL;
+    const char *slash = memchr(bound + start, '/', blen - start);
+    *clen = (slash ? (size_t)(slash - bound) : blen) - start;
+    return bound + start;
+}
+
+static name_bounds bounds_below(const zv_traverse_opts *o, const char *dir, size_t dlen)
+{
+    name_bounds b = {NULL, NULL, 0, 0};
+    b.lo = component_below(dir, dlen, o->range_lo, o->range_lo_len, &b.lo_len);
+    b.hi = component_below(dir, dlen, o->range_hi, o->range_hi_len, &b.hi_len);
+    return b;
+}
+
+/* strcmp of a name and a component that is not NUL-terminated. */
+static int cmp_component(const char *name, const char *comp, size_t clen)
+{
+    size_t nlen = strlen(name), n = nlen < clen ? nlen : clen;
+    int c = memcmp(name, comp, n);
+    return c ? c : (nlen > clen) - (nlen < clen);
+}
+
+static int within(const name_bounds *b, const char *name)
+{
+    return (!b->lo || cmp_component(name, b->lo, b->lo_len) >= 0) &&
+           (!b->hi || cmp_component(name, b->hi, b->hi_len) <= 0);
+}
+
+static int list_dir(int fd, const name_bounds *bounds, char ***out, size_t *count)
 {
     int dfd = dup(fd);
     if (dfd < 0)
@@ -109,7 +156,7 @@ static int list_dir(int fd, char ***out, size_t *count)
     int err = 0;
     struct dirent *e;
     for (errno = 0; (e = readdir(d)) != NULL; errno = 0) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !within(bounds, e->d_name))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -367,7 +414,8 @@ static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, 
         zv_xattrs_read(fd, NULL, r);
     char **children = NULL;
     size_t n = 0;
-    if (list_dir(fd, &children, &n) < 0) {
+    name_bounds bounds = bounds_below(s->opt, s->path, plen);
+    if (list_dir(fd, &bounds, &children, &n) < 0) {
         record_error(r, ZV_OP_READDIR, errno);
         close(fd);
         return;
@@ -551,7 +599,8 @@ static int push_root(walk_state *s)
         zv_xattrs_read(root_fd, NULL, &r);
     char **children = NULL;
     size_t n = 0;
-    if (list_dir(root_fd, &children, &n) < 0) {
+    name_bounds bounds = bounds_below(s->opt, "", 0);
+    if (list_dir(root_fd, &bounds, &children, &n) < 0) {
         record_error(&r, ZV_OP_READDIR, errno);
     } else if (push_frame(s, NULL, 0, root_fd, &st, children, n) < 0) {
         free_names(children, n);

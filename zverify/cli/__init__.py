@@ -132,7 +132,14 @@ _ABORT = _exception_classes("Abort")
 def main(argv: list[str] | None = None) -> None:
     code = run(argv)
     _flush_stdout()
-    sys.exit(code)
+    sys.exit(_end_mpi_job(code))
+
+
+def _end_mpi_job(code: int) -> int:
+    """An MPI job (compare --mpi) ends as zverify.mpi.session decides; only when one was
+    started is that module loaded."""
+    session = sys.modules.get("zverify.mpi.session")
+    return session.end(code) if session is not None else code
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -183,12 +190,20 @@ def _framework_exit(err: SystemExit) -> int:
 
 
 def _usage_error(err: BaseException) -> int:
+    if "--mpi" in sys.argv and _other_mpi_rank():
+        return exitcodes.TROUBLE  # every rank parsed the same line: rank 0 says it once
     text = err.format_message()  # type: ignore[attr-defined]
     if type(err).__name__ == "NoArgsIsHelpError":
         if text.strip():  # older click puts the help here; newer typer printed it already
             print(text, file=sys.stderr)
         return exitcodes.TROUBLE
     return _fail(f"{text} (see --help)", exitcodes.TROUBLE)
+
+
+def _other_mpi_rank() -> bool:
+    from zverify.mpi.session import quiet_rank
+
+    return quiet_rank()
 
 
 def _fail(message: str, code: int) -> int:

@@ -8,6 +8,7 @@ from zverify.cli.filtering import Exclude, ExcludeFrom, FilesFrom, Include
 from zverify.compare.policy import PROFILES, ComparePolicy
 
 if TYPE_CHECKING:
+    from zverify.mpi.session import Session
     from zverify.report.json import Write
     from zverify.report.outputs import Rendering
 
@@ -86,6 +87,15 @@ def compare(
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="No progress bar (stderr on a terminal).")
     ] = False,
+    mpi: Annotated[
+        bool,
+        typer.Option(
+            "--mpi",
+            help="Run as one rank of an MPI job (mpirun -n N zverify compare --mpi ...): the "
+            "ranks share the walk, rank 0 prints the same result as a single-node run. "
+            "Needs zverify[mpi].",
+        ),
+    ] = False,
 ) -> int:
     """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
 
@@ -101,6 +111,11 @@ def compare(
     from zverify.report.lists import ListFiles
     from zverify.report.outputs import Outputs, stdout_writer
 
+    ranks = _join_mpi_job() if mpi else None
+    if ranks is not None and ranks.rank != 0:
+        from zverify.mpi.worker import serve
+
+        return serve(ranks)  # rank 0 checks the options and reports; this one walks
     algorithm = algorithm_option(hash_name)
     check_threads(threads)
     if one_way:
@@ -112,7 +127,7 @@ def compare(
         raise UsageError("--from0 applies to --files-from and --write-lists: neither was given")
     chosen = selected(exclude, include, exclude_from, files_from, from0 and bool(files_from))
     machine = as_json or as_jsonl
-    bar = wanted(quiet or no_progress or machine)
+    bar = wanted(quiet or no_progress or machine or mpi)  # ranks count only their share
     rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))
     lists = ListFiles(write_lists, nul_terminated=from0) if write_lists else None
     outputs = Outputs(rendering, lists)
@@ -130,12 +145,19 @@ def compare(
                 progress=hook,
                 filter=chosen,
                 sink=outputs.difference,
+                ranks=ranks if ranks is not None and ranks.size > 1 else None,
             )
         except BaseException as err:
             outputs.abort(str(err) or type(err).__name__)
             raise
     outputs.finish(result)
     return result.exit_code
+
+
+def _join_mpi_job() -> "Session":
+    from zverify.mpi.session import start
+
+    return start()
 
 
 def _rendering(

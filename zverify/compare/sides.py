@@ -8,7 +8,7 @@ both before anything is walked.
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zverify.compare.policy import DiffKind
 from zverify.entry import Entry
@@ -58,6 +58,18 @@ def live_side(name: str, path: str, options: WalkOptions) -> Side:
     return Side(
         name, path, walk, filesystem_of(path), walk.progress, walk.close, None,
         unverifiable=unverifiable, excluded=walk.excluded,
+    )  # fmt: skip
+
+
+def remote_side(name: str, path: str, options: WalkOptions) -> Side:
+    """A live tree that other MPI ranks walk (zverify.mpi): its root is opened here, as the
+    walk would open it, so that an unreadable root fails here and the same way; its
+    entries and counts come from the ranks."""
+    TreeWalk(path, replace(options, key_range=(b"", b"")), name).close()  # an empty range
+    unverifiable = unreadable_xattr_namespaces() if options.xattrs else []
+    return Side(
+        name, path, (), filesystem_of(path), lambda: (0, 0), lambda: None, None,
+        unverifiable=unverifiable,
     )  # fmt: skip
 
 

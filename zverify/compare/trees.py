@@ -9,6 +9,7 @@ filesystems hold them, and what could not be seen.
 
 import os
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from zverify.compare.engine import (
     DifferenceSink,
@@ -20,13 +21,22 @@ from zverify.compare.joined import JoinedWalks
 from zverify.compare.march import Pair
 from zverify.compare.policy import PROFILES, ComparePolicy
 from zverify.compare.result import CompareResult
-from zverify.compare.sides import Side, is_manifest_path, live_side, manifest_side
+from zverify.compare.sides import (
+    Side,
+    is_manifest_path,
+    live_side,
+    manifest_side,
+    remote_side,
+)
 from zverify.entry import Entry, Kind
 from zverify.errors import SameTreeError, UsageError
 from zverify.filters import Filter
 from zverify.hashing import Algorithm
 from zverify.progress import CompareHook
 from zverify.walk import TreeWalk, WalkOptions, default_threads
+
+if TYPE_CHECKING:
+    from zverify.mpi.session import Session
 
 PROGRESS_EVERY = 512  # entries of one side between progress updates
 SIDES = ("SRC", "DST")
@@ -43,18 +53,26 @@ def compare_trees(
     c_join: bool = True,
     filter: Filter | None = None,
     sink: DifferenceSink | None = None,
+    ranks: "Session | None" = None,
 ) -> CompareResult:
     """Compare two trees or manifests; raises RootError/SameTreeError/UsageError/ManifestError
     (exit 2) before anything is walked, ManifestError if a manifest proves damaged later.
 
     sink receives each difference as it is found (engine.py); without one the result
     collects them.  c_join=False pairs two live trees in Python too (the reference the
-    tests hold the C join to); the result is the same either way."""
+    tests hold the C join to); the result is the same either way.  ranks: an MPI job of
+    more than one rank (zverify.mpi) whose other ranks walk both trees, which must then
+    be live trees; the result is again the same."""
     policy = policy or ComparePolicy()
     paths = dict(zip(SIDES, (src, dst), strict=True))
     if src == "-" and dst == "-":
         raise UsageError("only one side can be read from standard input")
     manifests = [name for name, path in paths.items() if is_manifest_path(path)]
+    if ranks is not None and manifests:
+        raise UsageError(
+            f"--mpi walks two live trees; {manifests[0]} {paths[manifests[0]]!r} is a "
+            "manifest (compare it without --mpi)"
+        )
     notes = [] if manifests else _check_roots(src, dst)
     opened: dict[str, Side] = {}
     try:
@@ -75,12 +93,19 @@ def compare_trees(
             side.apply_filter(narrowed)
         for name in SIDES:
             if name not in opened:
-                opened[name] = live_side(name, paths[name], options)
+                opened[name] = (live_side if ranks is None else remote_side)(
+                    name, paths[name], options
+                )
         s, d = opened["SRC"], opened["DST"]
         if s.files_only or d.files_only:
             for side in (s, d):
                 side.entries = _without_directories(side.entries)
-        found = _compare_sides(s, d, policy, progress, c_join, sink)
+        if ranks is None:
+            found = _compare_sides(s, d, policy, progress, c_join, sink)
+        else:
+            from zverify.mpi.coordinator import compare_distributed
+
+            found = compare_distributed(ranks, s, d, options, threads, policy, sink)
         excluded = {"src": s.excluded(), "dst": d.excluded()}
     finally:
         for side in opened.values():

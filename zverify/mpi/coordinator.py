@@ -1,0 +1,147 @@
+"""Rank 0: plan the key ranges, hand them out, and feed the engine in canonical order.
+
+The engine (compare.engine.compare_pair_batches) is the single-node one, fed exactly what a
+single-node C join would hand it: the pairs of range 0, then of range 1, and so on, and at
+the end the sum of every range's settled totals.  Ranges are handed out heaviest first
+(a rank that draws a huge file starts on it early) and may finish in any order; the pairs
+of a range that finished ahead of its turn wait here.  In a good copy they are few (only
+differences, one-sided and hard-linked entries travel), so rank 0 holds what a single-node
+run holds, never the tree.  Hard-linked entries arrive with a node-independent st_dev
+(mpi.devices), so groups and du's count-once rule are global, not per rank.
+"""
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from zverify.compare.engine import DifferenceSink, EngineResult, compare_pair_batches
+from zverify.compare.march import Pair
+from zverify.compare.policy import ComparePolicy
+from zverify.compare.sides import Side
+from zverify.compare.sizes import Settled, SettledTally
+from zverify.errors import ZverifyError
+from zverify.mpi.plan import KeyRange, plan
+from zverify.mpi.session import TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
+from zverify.mpi.worker import Job
+from zverify.walk import WalkOptions
+
+
+class RankFailed(ZverifyError):
+    """Another rank could not walk its range: its message, as a single-node run says it."""
+
+
+def compare_distributed(
+    session: Session,
+    s: Side,
+    d: Side,
+    options: WalkOptions,
+    threads: int | None,
+    policy: ComparePolicy,
+    sink: DifferenceSink | None,
+) -> EngineResult:
+    """The single-node engine over both live trees, walked by ranks 1..N-1."""
+    sizes_only = not policy.reads_content
+    job = Job(
+        s.label, d.label, options.algorithm, threads, options.hash_content, options.xattrs,
+        options.one_file_system, options.filter.rules, options.filter.listed, sizes_only,
+    )  # fmt: skip
+    ranges = plan(os.fsencode(s.label), session.size - 1)
+    feed = _Feed(session, ranges)
+    for worker in range(1, session.size):
+        session.comm.send(job, dest=worker, tag=TAG_JOB)
+    result = compare_pair_batches(feed.batches(), feed.settled, policy, sink=sink)
+    s.excluded = lambda: feed.excluded[0]
+    d.excluded = lambda: feed.excluded[1]
+    return result
+
+
+@dataclass
+class _Range:
+    spec: KeyRange
+    batches: list[list[Pair]] = field(default_factory=list)
+    settled: Settled | None = None  # set when the range is done
+
+
+class _Feed:
+    def __init__(self, session: Session, ranges: list[KeyRange]) -> None:
+        self.session = session
+        self.ranges = [_Range(r) for r in ranges]
+        heaviest_first = sorted(range(len(ranges)), key=lambda i: (-ranges[i].weight, i))
+        self.to_hand_out = iter(heaviest_first)
+        self.stopped = 0  # ranks told there is nothing more
+        self.excluded = [0, 0]
+        self.totals: list[Settled] = []
+
+    def batches(self) -> Iterator[list[Pair]]:
+        """Every range's pairs in key order, received from whichever rank walked it."""
+        for current in self.ranges:
+            while True:
+                while current.batches:
+                    yield current.batches.pop(0)
+                if current.settled is not None:
+                    break
+                self._receive()
+            self.totals.append(current.settled)
+        while self.stopped < self.session.size - 1:
+            self._receive()  # the ranks still asking for work are told to stop
+        self.session.released = True
+
+    def settled(self) -> Settled:
+        return Settled(
+            _sum_tallies(t.src for t in self.totals),
+            _sum_tallies(t.dst for t in self.totals),
+            _sum_components(self.totals),
+            sum(t.pairs for t in self.totals),
+        )
+
+    def _receive(self) -> None:
+        payload, source, tag = self.session.receive(-1, -1)
+        if tag == TAG_REQUEST:
+            self._hand_out(source)
+        elif tag == TAG_RESULT:
+            self._result(*payload)
+
+    def _hand_out(self, rank: int) -> None:
+        index = next(self.to_hand_out, None)
+        if index is None:
+            self.session.comm.send(None, dest=rank, tag=TAG_RANGE)
+            self.stopped += 1
+            return
+        spec = self.ranges[index].spec
+        self.session.comm.send((index, spec.lo, spec.hi), dest=rank, tag=TAG_RANGE)
+
+    def _result(self, what: str, index: int, *rest: Any) -> None:
+        state = self.ranges[index]
+        if what == "pairs":
+            (batch,) = rest
+            state.batches.append(batch)
+        elif what == "done":
+            state.settled, counts = rest
+            for side, (excluded, _entries, _bytes) in enumerate(counts):
+                self.excluded[side] += excluded
+        else:
+            raise RankFailed(str(rest[0]))
+
+
+def _sum_tallies(tallies: Iterator[SettledTally]) -> SettledTally:
+    by_kind: list[int] = []
+    du = du_apparent = naive = naive_apparent = 0
+    for kinds, a, b, c, e in tallies:
+        by_kind = [x + y for x, y in zip(by_kind or [0] * len(kinds), kinds, strict=True)]
+        du, du_apparent, naive, naive_apparent = (
+            du + a,
+            du_apparent + b,
+            naive + c,
+            naive_apparent + e,
+        )
+    return tuple(by_kind), du, du_apparent, naive, naive_apparent
+
+
+def _sum_components(totals: list[Settled]) -> dict[str, tuple[int, int]]:
+    summed: dict[str, tuple[int, int]] = {}
+    for t in totals:
+        for name, (apparent, allocated) in t.components.items():
+            a, b = summed.get(name, (0, 0))
+            summed[name] = (a + apparent, b + allocated)
+    return summed

@@ -1,0 +1,99 @@
+"""The MPI job of `mpirun -n N zverify compare --mpi`: who is who, what is said, how it ends.
+
+Rank 0 decides everything a single-node run decides (options, roots, the plan), hands key
+ranges to the other ranks, and alone prints; ranks 1..N-1 walk the ranges they are given.
+With one rank there is nobody to hand work to: rank 0 runs the single-node compare.
+
+How a job ends is this module's: a verdict on rank 0 after every other rank was released
+ends the job normally with the verdict's exit code.  Anything else (an error or a signal
+on any rank) aborts the whole job, so no rank is left waiting for one that is gone: with
+rank 0's exit code when rank 0 failed, with 2 when another rank did.  A rank killed
+outright (SIGKILL, the OOM killer) cannot say anything: the MPI launcher ends the job and
+exits non-zero itself (Open MPI's mpirun: 128 + the signal), and no verdict was printed.
+"""
+
+import contextlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from zverify import exitcodes
+from zverify.errors import UsageError
+
+TAG_JOB, TAG_REQUEST, TAG_RANGE, TAG_RESULT = 1, 2, 3, 4
+POLL_SECONDS = (0.0005, 0.02)  # first and longest wait between polls for a message
+
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
+
+
+@dataclass
+class Session:
+    comm: Any  # mpi4py.MPI.Comm
+    rank: int
+    size: int
+    released: bool  # every other rank was told to stop: the job may end normally
+
+    def receive(self, source: int, tag: int) -> tuple[Any, int, int]:
+        """The next message (payload, source, tag), polled so that signals still arrive:
+        a blocking MPI receive would hold off SIGTERM until a message came."""
+        from mpi4py import MPI
+
+        status = MPI.Status()
+        wait = POLL_SECONDS[0]
+        while not self.comm.iprobe(source=source, tag=tag, status=status):
+            time.sleep(wait)
+            wait = min(wait * 2, POLL_SECONDS[1])
+        payload = self.comm.recv(source=status.Get_source(), tag=status.Get_tag())
+        return payload, status.Get_source(), status.Get_tag()
+
+
+_active: Session | None = None
+
+
+def start() -> Session:
+    """Join the MPI job (a singleton when not launched by mpirun/srun)."""
+    global _active
+    try:
+        from mpi4py import MPI
+    except (ImportError, OSError) as err:
+        raise UsageError(
+            f"--mpi needs mpi4py and an MPI library ({err}): pip install 'zverify[mpi]' "
+            "and install Open MPI or MPICH (Debian: openmpi-bin)"
+        ) from None
+    comm = MPI.COMM_WORLD
+    size = comm.Get_size()
+    _active = Session(comm, comm.Get_rank(), size, released=size == 1)
+    return _active
+
+
+def end(code: int) -> int:
+    """Called last by the CLI: returns code when the job may end normally, else aborts it."""
+    session = _active
+    if session is None or (session.rank == 0 and session.released):
+        return code
+    if session.rank != 0 and code == exitcodes.IDENTICAL:
+        return code  # released by rank 0
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    if session.rank != 0:
+        print(
+            f"zverify: MPI rank {session.rank} could not finish its share; "
+            "the job ends without a verdict",
+            file=sys.stderr,
+            flush=True,
+        )
+    session.comm.Abort(code if session.rank == 0 else exitcodes.TROUBLE)
+    return code  # not reached
+
+
+def quiet_rank() -> bool:
+    """A rank other than 0 of an MPI launch, told by the launcher's environment before MPI
+    is started: it leaves command-line usage errors to rank 0, which prints them once."""
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name)
+        if value is not None:
+            return value != "0"
+    return False
