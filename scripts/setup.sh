@@ -15,6 +15,7 @@ APT_PACKAGES=(
     qemu-system-x86 debootstrap          # tests/zfsvm: real OpenZFS in a qemu VM
     libfuse3-dev fuse3                   # tests/faults/faultfs.c: device faults over FUSE
     par2                                 # tests: stock par2cmdline verifies zverify's parity
+    openmpi-bin libopenmpi-dev           # compare --mpi: mpirun, and the MPI mpi4py binds
 )
 
 missing=()
@@ -35,4 +36,4 @@ fi
 # setup.py build_ext (the sanitizer builds) runs the machine's setuptools: it must read
 # pyproject.toml's SPDX license string, which needs setuptools 77.
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore 'setuptools>=77,<81'
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test,mpi]'

@@ -35,6 +35,28 @@ class Settled:
     components: dict[str, tuple[int, int]]  # du explanation: (apparent, allocated) deltas
     pairs: int
 
+    @classmethod
+    def add_up(cls, parts: list["Settled"]) -> "Settled":
+        """The totals of several joins whose walks together cover each tree once (the key
+        ranges of an MPI compare): what one join over the whole trees would have settled."""
+        components: dict[str, tuple[int, int]] = {}
+        for part in parts:
+            for name, (apparent, allocated) in part.components.items():
+                a, b = components.get(name, (0, 0))
+                components[name] = (a + apparent, b + allocated)
+        src = _add_tallies([p.src for p in parts])
+        dst = _add_tallies([p.dst for p in parts])
+        return cls(src, dst, components, sum(p.pairs for p in parts))
+
+
+def _add_tallies(tallies: list[SettledTally]) -> SettledTally:
+    kinds = [0] * (max(Kind) + 1)
+    sums = [0, 0, 0, 0]
+    for by_kind, *sizes in tallies:
+        kinds = [a + b for a, b in zip(kinds, by_kind, strict=True)]
+        sums = [a + b for a, b in zip(sums, sizes, strict=True)]
+    return tuple(kinds), sums[0], sums[1], sums[2], sums[3]
+
 
 class SideTally:
     def __init__(self, identity: Identity = inode_identity) -> None:

@@ -19,10 +19,10 @@ from zverify.compare.engine import DifferenceSink, EngineResult, compare_pair_ba
 from zverify.compare.march import Pair
 from zverify.compare.policy import ComparePolicy
 from zverify.compare.sides import Side
-from zverify.compare.sizes import Settled, SettledTally
+from zverify.compare.sizes import Settled
 from zverify.errors import ZverifyError
 from zverify.mpi.plan import KeyRange, plan
-from zverify.mpi.session import TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
+from zverify.mpi.session import RELEASED, TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
 from zverify.mpi.worker import Job
 from zverify.walk import WalkOptions
 
@@ -69,7 +69,7 @@ class _Feed:
         self.ranges = [_Range(r) for r in ranges]
         heaviest_first = sorted(range(len(ranges)), key=lambda i: (-ranges[i].weight, i))
         self.to_hand_out = iter(heaviest_first)
-        self.stopped = 0  # ranks told there is nothing more
+        self.released = 0  # ranks that were told there is nothing more, and said so
         self.excluded = [0, 0]
         self.totals: list[Settled] = []
 
@@ -83,21 +83,18 @@ class _Feed:
                     break
                 self._receive()
             self.totals.append(current.settled)
-        while self.stopped < self.session.size - 1:
+        while self.released < self.session.size - 1:
             self._receive()  # the ranks still asking for work are told to stop
         self.session.released = True
 
     def settled(self) -> Settled:
-        return Settled(
-            _sum_tallies(t.src for t in self.totals),
-            _sum_tallies(t.dst for t in self.totals),
-            _sum_components(self.totals),
-            sum(t.pairs for t in self.totals),
-        )
+        return Settled.add_up(self.totals)
 
     def _receive(self) -> None:
         payload, source, tag = self.session.receive(-1, -1)
-        if tag == TAG_REQUEST:
+        if tag == TAG_REQUEST and payload == RELEASED:
+            self.released += 1
+        elif tag == TAG_REQUEST:
             self._hand_out(source)
         elif tag == TAG_RESULT:
             self._result(*payload)
@@ -106,7 +103,6 @@ class _Feed:
         index = next(self.to_hand_out, None)
         if index is None:
             self.session.comm.send(None, dest=rank, tag=TAG_RANGE)
-            self.stopped += 1
             return
         spec = self.ranges[index].spec
         self.session.comm.send((index, spec.lo, spec.hi), dest=rank, tag=TAG_RANGE)
@@ -122,26 +118,3 @@ class _Feed:
                 self.excluded[side] += excluded
         else:
             raise RankFailed(str(rest[0]))
-
-
-def _sum_tallies(tallies: Iterator[SettledTally]) -> SettledTally:
-    by_kind: list[int] = []
-    du = du_apparent = naive = naive_apparent = 0
-    for kinds, a, b, c, e in tallies:
-        by_kind = [x + y for x, y in zip(by_kind or [0] * len(kinds), kinds, strict=True)]
-        du, du_apparent, naive, naive_apparent = (
-            du + a,
-            du_apparent + b,
-            naive + c,
-            naive_apparent + e,
-        )
-    return tuple(by_kind), du, du_apparent, naive, naive_apparent
-
-
-def _sum_components(totals: list[Settled]) -> dict[str, tuple[int, int]]:
-    summed: dict[str, tuple[int, int]] = {}
-    for t in totals:
-        for name, (apparent, allocated) in t.components.items():
-            a, b = summed.get(name, (0, 0))
-            summed[name] = (a + apparent, b + allocated)
-    return summed

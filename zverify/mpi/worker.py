@@ -7,6 +7,7 @@ below a directory it may fold) travel to rank 0, followed by the range's totals.
 here prints: a failure travels to rank 0 as its message, and rank 0 ends the job.
 """
 
+import signal
 from dataclasses import dataclass
 
 from zverify.compare.joined import JoinedWalks
@@ -15,7 +16,7 @@ from zverify.errors import ZverifyError
 from zverify.filters import Filter
 from zverify.hashing import Algorithm
 from zverify.mpi.devices import globalized
-from zverify.mpi.session import TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
+from zverify.mpi.session import RELEASED, TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
 
@@ -55,9 +56,19 @@ def serve(session: Session) -> int:
         session.comm.send(None, dest=0, tag=TAG_REQUEST)
         item, _, _ = session.receive(0, TAG_RANGE)
         if item is None:
+            _released(session)
             return 0
         index, lo, hi = item
         _walk_range(session, job, index, lo, hi)
+
+
+def _released(session: Session) -> None:
+    """Nothing more to do, and rank 0 is told so: from then on it may end the job at any
+    moment, and a signal that ends this rank needs no word from it."""
+    session.released = True
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    session.comm.send(RELEASED, dest=0, tag=TAG_REQUEST)
 
 
 def _walk_range(session: Session, job: Job, index: int, lo: bytes, hi: bytes | None) -> None:

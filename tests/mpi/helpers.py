@@ -1,0 +1,80 @@
+"""Run the installed `zverify` under `mpirun`, next to a single-node run to hold it to.
+
+Open MPI refuses to run as root unless told it may (OMPI_ALLOW_RUN_AS_ROOT*, the recipe in
+README.md); --oversubscribe lets 4 ranks share this machine's cores.
+"""
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+
+from tests.cli.console import console_script
+
+RUN_TIMEOUT = 300  # seconds: a hung rank must fail the test, not the CI job
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def missing_mpi() -> str | None:
+    """Why MPI tests cannot run here (None: they can).  CI installs both (scripts/setup.sh)."""
+    if shutil.which("mpirun") is None:
+        return "no mpirun (Debian: apt install openmpi-bin libopenmpi-dev)"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "no mpi4py (pip install -e '.[mpi]')"
+    return None
+
+
+def require_mpi() -> None:
+    """Skip with the reason, except in CI, where a missing MPI is a broken setup."""
+    why = missing_mpi()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI without MPI: {why}")
+        pytest.skip(why)
+
+
+@dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return env | MPI_ENV | {"LC_ALL": "C.UTF-8", "COLUMNS": "100"} | (extra or {})
+
+
+def single(*args: str) -> Done:
+    """`zverify compare ARGS` on one node."""
+    return _run([console_script(), "compare", *args])
+
+
+def under_mpi(ranks: int, *args: str, env: dict[str, str] | None = None) -> Done:
+    """`mpirun -n RANKS zverify compare --mpi ARGS`."""
+    argv = ["mpirun", "-n", str(ranks), "--oversubscribe", console_script(), "compare", "--mpi"]
+    return _run([*argv, *args], env)
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> Done:
+    done = subprocess.run(
+        argv,
+        env=environment(env),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    return Done(done.returncode, done.stdout, done.stderr)
+
+
+def assert_same(one: Done, many: Done, ranks: int) -> None:
+    """Byte-identical stdout and the same exit code (mpirun adds its own banner to stderr
+    when the exit code is not 0, so stderr is not compared)."""
+    assert many.returncode == one.returncode, (ranks, many.returncode, many.stderr[-2000:])
+    assert many.stdout == one.stdout, (ranks, many.stderr[-2000:])
