@@ -20,7 +20,9 @@ from zverify.compare.march import Pair
 from zverify.compare.policy import ComparePolicy
 from zverify.compare.sides import Side
 from zverify.compare.sizes import Settled
+from zverify.compare.trees import SIDES
 from zverify.errors import ZverifyError
+from zverify.mpi.devices import root_identity
 from zverify.mpi.plan import KeyRange, plan
 from zverify.mpi.session import RELEASED, TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
 from zverify.mpi.worker import Job
@@ -47,7 +49,7 @@ def compare_distributed(
         options.one_file_system, options.filter.rules, options.filter.listed, sizes_only,
     )  # fmt: skip
     ranges = plan(os.fsencode(s.label), session.size - 1)
-    feed = _Feed(session, ranges)
+    feed = _Feed(session, ranges, [s.label, d.label])
     for worker in range(1, session.size):
         session.comm.send(job, dest=worker, tag=TAG_JOB)
     result = compare_pair_batches(feed.batches(), feed.settled, policy, sink=sink)
@@ -63,9 +65,27 @@ class _Range:
     settled: Settled | None = None  # set when the range is done
 
 
+def same_roots(
+    mine: list[tuple[str, str, tuple[int, int]]], theirs: list[tuple[int, int]] | str, rank: int
+) -> None:
+    """Refuse a rank that sees another tree under a root's name (a node-local directory of
+    the same path, another mount), or none: its share would be another tree's entries."""
+    if isinstance(theirs, str):
+        raise RankFailed(f"MPI rank {rank} cannot open a root: {theirs}; nothing was verified")
+    for (side, path, identity), seen in zip(mine, theirs, strict=True):
+        if tuple(seen) != identity:
+            raise RankFailed(
+                f"MPI rank {rank} sees another {side} {path!r} than rank 0 (another filesystem "
+                "or directory under that name); nothing was verified"
+            )
+
+
 class _Feed:
-    def __init__(self, session: Session, ranges: list[KeyRange]) -> None:
+    def __init__(self, session: Session, ranges: list[KeyRange], roots: list[str]) -> None:
         self.session = session
+        self.roots = [
+            (name, path, root_identity(path)) for name, path in zip(SIDES, roots, strict=True)
+        ]
         self.ranges = [_Range(r) for r in ranges]
         heaviest_first = sorted(range(len(ranges)), key=lambda i: (-ranges[i].weight, i))
         self.to_hand_out = iter(heaviest_first)
@@ -95,6 +115,8 @@ class _Feed:
         if tag == TAG_REQUEST and payload == RELEASED:
             self.released += 1
         elif tag == TAG_REQUEST:
+            if payload is not None:
+                same_roots(self.roots, payload[1], source)
             self._hand_out(source)
         elif tag == TAG_RESULT:
             self._result(*payload)

@@ -29,6 +29,14 @@ def globalized(entry: Entry) -> Entry:
     return Entry(fields)
 
 
+def root_identity(path: str) -> tuple[int, int]:
+    """What must be equal on every rank for path to be the same tree there: its directory's
+    global device and inode (a node-local /scratch under the same name is another tree).
+    Raises OSError."""
+    st = os.stat(path)
+    return global_device(st.st_dev), st.st_ino
+
+
 @cache
 def global_device(dev: int) -> int:
     key = _mounts().get((os.major(dev), os.minor(dev)))

@@ -26,6 +26,7 @@ from zverify.errors import UsageError
 
 TAG_JOB, TAG_REQUEST, TAG_RANGE, TAG_RESULT = 1, 2, 3, 4
 RELEASED = "released"  # a rank's last word: it has nothing more to do (on TAG_REQUEST)
+ROOTS = "roots"  # a rank's first word: the roots it sees (on TAG_REQUEST)
 POLL_SECONDS = (0.0005, 0.02)  # first and longest wait between polls for a message
 
 FALSE = ("0", "false", "no", "f", "n")

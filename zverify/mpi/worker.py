@@ -15,8 +15,16 @@ from zverify.compare.march import OrderError, Pair
 from zverify.errors import ZverifyError
 from zverify.filters import Filter
 from zverify.hashing import Algorithm
-from zverify.mpi.devices import globalized
-from zverify.mpi.session import RELEASED, TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
+from zverify.mpi.devices import globalized, root_identity
+from zverify.mpi.session import (
+    RELEASED,
+    ROOTS,
+    TAG_JOB,
+    TAG_RANGE,
+    TAG_REQUEST,
+    TAG_RESULT,
+    Session,
+)
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
 
@@ -52,14 +60,24 @@ def serve(session: Session) -> int:
     job, _, _ = session.receive(0, TAG_JOB)
     if job is None:
         return 0
+    greeting: object = (ROOTS, _roots(job))  # the first request says what this rank sees
     while True:
-        session.comm.send(None, dest=0, tag=TAG_REQUEST)
+        session.comm.send(greeting, dest=0, tag=TAG_REQUEST)
+        greeting = None
         item, _, _ = session.receive(0, TAG_RANGE)
         if item is None:
             _released(session)
             return 0
         index, lo, hi = item
         _walk_range(session, job, index, lo, hi)
+
+
+def _roots(job: Job) -> list[tuple[int, int]] | str:
+    """Both roots as this rank sees them (devices.root_identity), or why it cannot."""
+    try:
+        return [root_identity(job.src), root_identity(job.dst)]
+    except OSError as err:
+        return f"{err.filename}: {err.strerror}"
 
 
 def _released(session: Session) -> None:
