@@ -31,9 +31,10 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def installed_zverify(scratch: Path) -> Path:
-    """The `zverify` console script of a venv holding a non-editable install of this tree."""
-    venv = scratch / f"venv-{source_digest()}"
+def installed_zverify(scratch: Path, extras: str = "") -> Path:
+    """The `zverify` console script of a venv holding a non-editable install of this tree
+    (with the optional dependencies of extras, e.g. "mpi")."""
+    venv = scratch / f"venv-{source_digest()}{'-' + extras if extras else ''}"
     script = venv / "bin" / "zverify"
     if script.exists():
         return script
@@ -41,5 +42,5 @@ def installed_zverify(scratch: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, str(REPO)], check=True, env=env)
+    subprocess.run([*pip, f"{REPO}[{extras}]" if extras else str(REPO)], check=True, env=env)
     return script
