@@ -11,6 +11,7 @@ run holds, never the tree.  Hard-linked entries arrive with a node-independent s
 """
 
 import os
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +62,7 @@ def compare_distributed(
 @dataclass
 class _Range:
     spec: KeyRange
-    batches: list[list[Pair]] = field(default_factory=list)
+    batches: deque[list[Pair]] = field(default_factory=deque)
     settled: Settled | None = None  # set when the range is done
 
 
@@ -98,7 +99,7 @@ class _Feed:
         for current in self.ranges:
             while True:
                 while current.batches:
-                    yield current.batches.pop(0)
+                    yield current.batches.popleft()
                 if current.settled is not None:
                     break
                 self._receive()
@@ -111,7 +112,7 @@ class _Feed:
         return Settled.add_up(self.totals)
 
     def _receive(self) -> None:
-        payload, source, tag = self.session.receive(-1, -1)
+        payload, source, tag = self.session.receive()
         if tag == TAG_REQUEST and payload == RELEASED:
             self.released += 1
         elif tag == TAG_REQUEST:

@@ -42,11 +42,14 @@ class Session:
     size: int
     released: bool  # every other rank was told to stop: the job may end normally
 
-    def receive(self, source: int, tag: int) -> tuple[Any, int, int]:
-        """The next message (payload, source, tag), polled so that signals still arrive:
-        a blocking MPI receive would hold off SIGTERM until a message came."""
+    def receive(self, source: int | None = None, tag: int | None = None) -> tuple[Any, int, int]:
+        """The next message (payload, source, tag) from source with tag (None: any), polled
+        so that signals still arrive: a blocking MPI receive would hold off SIGTERM until a
+        message came."""
         from mpi4py import MPI
 
+        source = MPI.ANY_SOURCE if source is None else source
+        tag = MPI.ANY_TAG if tag is None else tag
         status = MPI.Status()
         wait = POLL_SECONDS[0]
         while not self.comm.iprobe(source=source, tag=tag, status=status):
