@@ -117,6 +117,9 @@ typedef struct zv_record {
 /* Canonical order of two relative paths: bytewise, with '/' read as NUL (so a directory's
  * subtree comes right after it, before its next sibling).  <0, 0, >0 like memcmp. */
 int zv_canonical_cmp(const char *a, size_t alen, const char *b, size_t blen);
+/* Whether path lies strictly below directory dir (dlen 0: the root, below which lies every
+ * path but the root itself). */
+int zv_path_is_under(const char *path, size_t len, const char *dir, size_t dlen);
 
 /* ---- filters (zv_filter.c): which paths a walk leaves out ---- */
 

@@ -204,7 +204,7 @@ static void settle_identical(zv_join_totals *t, const zv_record *s, const zv_rec
     t->allocated[ZV_COMP_ALLOCATION] += d_alloc - sparse;
 }
 
-static int is_under(const char *path, size_t len, const char *dir, size_t dlen)
+int zv_path_is_under(const char *path, size_t len, const char *dir, size_t dlen)
 {
     if (dlen == 0)
         return len != 0;
@@ -253,7 +253,7 @@ static int step(zv_join *j, zv_pair *out, int *handed)
             s = NULL;
     }
     const zv_record *any = s ? s : d;
-    int folded = j->fold && is_under(any->path, any->path_len, j->fold, j->fold_len);
+    int folded = j->fold && zv_path_is_under(any->path, any->path_len, j->fold, j->fold_len);
     if (j->fold && !folded) {
         free(j->fold);
         j->fold = NULL;

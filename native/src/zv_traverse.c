@@ -93,7 +93,6 @@ static void free_names(char **names, size_t n)
     free(names);
 }
 
-/* Read and sort the names of directory fd (fd stays open). */
 /*
  * Which names of one directory a walk over a key range needs: those from the component of
  * range_lo below it (if range_lo lies below it) up to and including the component of
@@ -111,8 +110,7 @@ static const char *component_below(const char *dir, size_t dlen, const char *bou
                                    size_t *clen)
 {
     size_t start = dlen ? dlen + 1 : 0;
-    if (!bound || blen == 0 ||
-        (dlen && !(blen > dlen && memcmp(bound, dir, dlen) == 0 && bound[dlen] == '/')))
+    if (!bound || !zv_path_is_under(bound, blen, dir, dlen))
         return NULL;
     const char *slash = memchr(bound + start, '/', blen - start);
     *clen = (slash ? (size_t)(slash - bound) : blen) - start;
@@ -141,6 +139,7 @@ static int within(const name_bounds *b, const char *name)
            (!b->hi || cmp_component(name, b->hi, b->hi_len) <= 0);
 }
 
+/* Read and sort the names of directory fd within bounds (fd stays open). */
 static int list_dir(int fd, const name_bounds *bounds, char ***out, size_t *count)
 {
     int dfd = dup(fd);
@@ -457,9 +456,8 @@ static enum range_place range_place(const zv_traverse_opts *o, const char *path,
     if (!o->range_lo || zv_canonical_cmp(path, len, o->range_lo, o->range_lo_len) >= 0)
         return IN_RANGE;
     /* Before range_lo: only a directory holding range_lo has anything in the range. */
-    int holds = len == 0 || (o->range_lo_len > len && memcmp(o->range_lo, path, len) == 0 &&
-                             o->range_lo[len] == '/');
-    return holds ? LEADS_TO_RANGE : BEFORE_RANGE;
+    return zv_path_is_under(o->range_lo, o->range_lo_len, path, len) ? LEADS_TO_RANGE
+                                                                      : BEFORE_RANGE;
 }
 
 /* Nothing after the current entry is in the range: let every level run out. */
