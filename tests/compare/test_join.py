@@ -107,6 +107,31 @@ def damage(root: bytes, what: str, pick: int) -> None:
         os.link(path, path + b"-hl")
 
 
+def damaged_copy(
+    tmp_path: Path,
+    tree: dict[bytes, tuple],
+    hardlink: bool,
+    src_damage: list[tuple[str, int]],
+    dst_damage: list[tuple[str, int]],
+) -> tuple[bytes, bytes]:
+    """tree built as SRC (with a hard link to its first file if asked), `cp -a` of it as
+    DST, then each side damaged; in a new directory under tmp_path (hypothesis reuses it)."""
+    work = bytes(tmp_path) + b"/%d" % len(os.listdir(tmp_path))
+    os.mkdir(work)
+    src, dst = work + b"/src", work + b"/dst"
+    build(src, tree)
+    if hardlink:
+        files = [p for p in all_paths(src) if os.path.isfile(p) and not os.path.islink(p)]
+        if files:
+            os.link(files[0], src + b"/hardlink")
+    subprocess.run(["cp", "-a", src, dst], check=True)
+    for what, pick in src_damage:
+        damage(src, what, pick)
+    for what, pick in dst_damage:
+        damage(dst, what, pick)
+    return src, dst
+
+
 def both_ways(src: bytes, dst: bytes) -> list[str]:
     outputs = []
     for c_join in (True, False):
@@ -128,19 +153,7 @@ def test_c_join_gives_the_python_result(
     dst_damage: list[tuple[str, int]],
     hardlink: bool,
 ) -> None:
-    work = bytes(tmp_path) + b"/%d" % len(os.listdir(tmp_path))
-    os.mkdir(work)
-    src, dst = work + b"/src", work + b"/dst"
-    build(src, tree)
-    if hardlink:
-        files = [p for p in all_paths(src) if os.path.isfile(p) and not os.path.islink(p)]
-        if files:
-            os.link(files[0], src + b"/hardlink")
-    subprocess.run(["cp", "-a", src, dst], check=True)
-    for what, pick in src_damage:
-        damage(src, what, pick)
-    for what, pick in dst_damage:
-        damage(dst, what, pick)
+    src, dst = damaged_copy(tmp_path, tree, hardlink, src_damage, dst_damage)
     fast, reference = both_ways(src, dst)
     assert fast == reference
 

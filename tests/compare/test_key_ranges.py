@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.compare.test_join import all_paths, build, damage, damages, trees
+from tests.compare.test_join import all_paths, build, damaged_copy, damages, trees
 from zverify.compare.engine import EngineResult, compare_pair_batches
 from zverify.compare.joined import JoinedWalks
 from zverify.compare.march import Pair
@@ -74,16 +74,7 @@ def summary(result: EngineResult) -> tuple[object, ...]:
 def test_ranges_add_up_to_the_whole(
     tmp_path: Path, tree: dict[bytes, tuple], dst_damage: list[tuple[str, int]], picks: list[int]
 ) -> None:
-    work = bytes(tmp_path) + b"/%d" % len(os.listdir(tmp_path))
-    os.mkdir(work)
-    src, dst = work + b"/src", work + b"/dst"
-    build(src, tree)
-    files = [p for p in all_paths(src) if os.path.isfile(p) and not os.path.islink(p)]
-    if files:
-        os.link(files[0], src + b"/hardlink")
-    subprocess.run(["cp", "-a", src, dst], check=True)
-    for what, pick in dst_damage:
-        damage(dst, what, pick)
+    src, dst = damaged_copy(tmp_path, tree, True, [], dst_damage)
     paths = sorted({os.path.relpath(p, root) for root in (src, dst) for p in all_paths(root)})
     cuts = sorted({paths[i % len(paths)] for i in picks} if paths else set(), key=sort_key)
     assert summary(by_ranges(src, dst, cuts)) == summary(whole(src, dst))

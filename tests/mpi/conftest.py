@@ -5,22 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import faultfs as faultfs_module
+from tests.faults.conftest import faultfs  # noqa: F401  (the fixture, shared)
 from tests.mpi.helpers import require_mpi
 
 
 @pytest.fixture(autouse=True)
 def mpi() -> None:
     require_mpi()
-
-
-@pytest.fixture(scope="session")
-def faultfs(tmp_path_factory: pytest.TempPathFactory) -> faultfs_module.FaultFS:
-    work = tmp_path_factory.mktemp("faultfs")
-    try:
-        return faultfs_module.probe(faultfs_module.build(work), work)
-    except faultfs_module.Unavailable as why:
-        pytest.skip(f"no FUSE fault filesystem here: {why}")
 
 
 @pytest.fixture(scope="session")
