@@ -44,10 +44,9 @@ def compare_distributed(
     sink: DifferenceSink | None,
 ) -> EngineResult:
     """The single-node engine over both live trees, walked by ranks 1..N-1."""
-    sizes_only = not policy.reads_content
     job = Job(
         s.label, d.label, options.algorithm, threads, options.hash_content, options.xattrs,
-        options.one_file_system, options.filter.rules, options.filter.listed, sizes_only,
+        options.one_file_system, options.filter.rules, options.filter.listed,
     )  # fmt: skip
     ranges = plan(os.fsencode(s.label), session.size - 1)
     feed = _Feed(session, ranges, [s.label, d.label])
@@ -136,8 +135,7 @@ class _Feed:
             (batch,) = rest
             state.batches.append(batch)
         elif what == "done":
-            state.settled, counts = rest
-            for side, (excluded, _entries, _bytes) in enumerate(counts):
-                self.excluded[side] += excluded
+            state.settled, excluded = rest
+            self.excluded = [a + b for a, b in zip(self.excluded, excluded, strict=True)]
         else:
             raise RankFailed(str(rest[0]))

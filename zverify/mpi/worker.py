@@ -41,7 +41,6 @@ class Job:
     one_file_system: bool
     rules: tuple[tuple[str, bytes], ...]
     listed: tuple[bytes, ...] | None
-    sizes_only: bool
 
     def options(self, lo: bytes, hi: bytes | None) -> WalkOptions:
         return WalkOptions(
@@ -58,8 +57,6 @@ class Job:
 def serve(session: Session) -> int:
     """Walk ranges until rank 0 says stop; 0 then (a failure ends the job from rank 0)."""
     job, _, _ = session.receive(0, TAG_JOB)
-    if job is None:
-        return 0
     greeting: object = (ROOTS, _roots(job))  # the first request says what this rank sees
     while True:
         session.comm.send(greeting, dest=0, tag=TAG_REQUEST)
@@ -98,12 +95,12 @@ def _walk_range(session: Session, job: Job, index: int, lo: bytes, hi: bytes | N
     try:
         for root, side in ((job.src, "SRC"), (job.dst, "DST")):
             walks.append(TreeWalk(root, options, side))
-        joined = JoinedWalks(walks[0], walks[1], sizes_only=job.sizes_only)
+        # files are compared by size where content is not read, as compare_trees does
+        joined = JoinedWalks(walks[0], walks[1], sizes_only=not job.hash_content)
         for batch in joined.batches():
             if batch:
                 send("pairs", [_global(pair) for pair in batch])
-        counts = [(w.excluded(), *w.progress()) for w in walks]
-        send("done", joined.settled(), counts)
+        send("done", joined.settled(), [w.excluded() for w in walks])
     except (ZverifyError, OrderError) as err:
         send("failed", str(err))
     finally:
