@@ -201,7 +201,7 @@ def test_nobody_reads_or_writes_while_a_prune_deletes(tmp_path: Path, zfs: ZfsSt
         zfs.release()
         code, out, err = finish(pruning)
         end_group(pruning)
-    assert code == 0 and "deleted 1 file(s)" in out, out + err
+    assert code == 0 and "deleted 2 file(s)" in out, out + err
     assert OLD_FULL not in listing(cold)
 
 

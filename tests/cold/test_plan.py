@@ -11,10 +11,9 @@ SOURCE = [Snap(f"s{i}", 100 + i, 10 * i) for i in range(4)]  # guids 100..103, t
 
 
 def archived(*guids: int) -> DatasetPlan:
-    rows = [
-        Restorable("d", f"s{g - 100}", g, 1000, ("f",), 1, depth=n) for n, g in enumerate(guids)
-    ]
-    return DatasetPlan("d", restorable=rows)
+    """A chain restoring these snapshots, the last one newest (as its streams would prove)."""
+    rows = [Restorable("d", f"s{g - 100}", g, 1000, ("f",), 1) for g in guids]
+    return DatasetPlan("d", restorable=rows, newest=rows[-1:])
 
 
 def sent(result: SendPlan | NothingToSend) -> tuple[str, str | None, bool]:

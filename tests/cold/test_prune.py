@@ -2,9 +2,10 @@
 receive and the bookmarks are in tests/zfs/test_cold_send.py).
 
 Two chains of zv/fs: the old one starts at a full of @s1, the new one at a `zfs send -R`
-package of @s2 (a full of @s1 and the step to @s2, so it restores @s1 and @s2 alone).  Every
-incremental of the fixtures starts from @s1 or @s2, which the new chain holds: they belong to
-both chains and stay; only the old full goes.  Longer chains are planned in test_prune_plan.py.
+package of @s2 (a full of @s1 and the step to @s2, so it restores @s1 and @s2 alone).  The
+incremental from @s2 can follow either chain's @s2 and stays; the one from @s1 cannot follow
+the new chain (a restore of it is already at @s2) and goes with the old full.  Longer chains
+are planned in test_prune_plan.py.
 """
 
 import json
@@ -59,8 +60,8 @@ def test_dry_run_lists_the_old_full_and_deletes_nothing(
     code, ds = prune(root)
     assert code == 0 and ds["dry_run"] and ds["refused"] is None
     assert ds["keep"] == [NEW_FULL]
-    assert ds["remove"] == [OLD_FULL]  # the incrementals can follow the new full too
-    assert ds["bytes"] == (root / OLD_FULL).stat().st_size
+    assert ds["remove"] == [OLD_INC, OLD_FULL]  # furthest from the full first
+    assert ds["bytes"] == sum((root / n).stat().st_size for n in (OLD_INC, OLD_FULL))
     assert ds["newest_kept"]["snapshot"] == "s3"
     assert ds["lost"] == []  # the new chain restores @s1 and @s2 as well
     assert listing(root) == before
@@ -69,8 +70,8 @@ def test_dry_run_lists_the_old_full_and_deletes_nothing(
 def test_yes_deletes_exactly_the_old_chain_and_the_rest_still_restores(tmp_path: Path) -> None:
     root = archive(tmp_path, OLD_FULL, OLD_INC, SHARED_INC, NEW_FULL)
     code, ds = prune(root, "--yes")
-    assert code == 0 and ds["deleted"] == [OLD_FULL]
-    kept = [NEW_FULL, OLD_INC, SHARED_INC]
+    assert code == 0 and ds["deleted"] == [OLD_INC, OLD_FULL]
+    kept = [NEW_FULL, SHARED_INC]
     assert listing(root) == sorted(kept + [f"{n}.json" for n in kept])
     check = zverify("cold", "check", "--json", "--dataset", "zv/fs", str(root))
     assert check.returncode == 0, check.stdout

@@ -206,6 +206,7 @@ def test_a_failing_unlink_stops_prune_and_clean_saying_what_went(
     line = one_line(run("cold", "prune", "--yes", "-q", str(cold), env=env))
     assert line == (
         f"zverify: deleting {FULL_S1} failed: Input/output error; nothing after it was deleted"
+        f" (deleted so far: {INC})"  # the old chain's incremental goes first
     )
     assert FULL_S1 in entries(cold) and f"{FULL_S1}.json" not in entries(cold)  # sidecar first
     assert run("cold", "check", "-q", str(cold), env=zfs.env()).returncode == 0

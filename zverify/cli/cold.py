@@ -117,12 +117,13 @@ def send(
     """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
     can already restore; validated while written, then its parity made (--parity).  Exit 0
     archived (or nothing new), 2 not."""
-    from zverify.cold.plan import NothingToSend, plan_send
+    from zverify.cold.plan import NothingToSend, flags_for, plan_send
     from zverify.cold.send import FLAGS, send_to_archive
     from zverify.progress import byte_progress, wanted
     from zverify.report.cold import SEND_SCHEMA
     from zverify.zfs.inventory import snapshots
 
+    asked = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
     with _locked(directory, wait, "write"):
         archive = _read_archive(directory, dataset)
         _warn(archive)
@@ -132,18 +133,23 @@ def send(
             nothing = {"schema": SEND_SCHEMA, "sent": None, "reason": chosen.reason}
             _say(as_json, nothing, f"nothing to send: {chosen.reason}")
             return 0
-        options = {"raw": raw, "compressed": compressed, "large_block": large_block}
-        flags = [FLAGS[k] for k, on in {**options, "embed": embed}.items() if on]
         percent = _parity_level(archive, parity)
-        with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
-            sent = send_to_archive(dataset, directory, chosen, flags, hook, hold, percent)
-    kept_by = "hold" if hold else "bookmark"
-    done = {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256, kept_by: sent.keeper}
-    done["parity_percent"] = percent
-    doc = {"schema": SEND_SCHEMA, "sent": done, "reason": chosen.reason}
+        done: list[dict[str, object]] = []
+        for step in [p for p in (chosen.link, chosen) if p is not None]:
+            flags = [FLAGS[k] for k, on in flags_for(step, asked).items() if on]
+            with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
+                sent = send_to_archive(dataset, directory, step, flags, hook, hold, percent)
+            kept_by = "hold" if hold else "bookmark"
+            done.append(
+                {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256,
+                 kept_by: sent.keeper, "parity_percent": percent}
+            )  # fmt: skip
+    doc = {"schema": SEND_SCHEMA, "sent": done[-1], "reason": chosen.reason}
+    if chosen.link is not None:
+        doc["linked"] = done[0]
     protected = f", {percent}% parity" if percent else ""
-    text = f"archived {shown(sent.name)}: {sent.bytes:,} bytes{protected} ({chosen.reason})"
-    _say(as_json, doc, text)
+    lines = [f"archived {shown(str(d['file']))}: {d['bytes']:,} bytes{protected}" for d in done]
+    _say(as_json, doc, "\n".join(lines) + f" ({chosen.reason})")
     return 0
 
 
@@ -229,7 +235,7 @@ def restore(
         sys.stdout.write(_plan_text(plan))
         if script_file is not None:
             with open(script_file, "w", errors="surrogateescape") as f:
-                f.write(cold_restore.script(directory, plan))
+                f.write(cold_restore.script(directory, plan, report))
         if dry_run or script_file is not None:
             return 0
         cold_restore.check_target(target)
@@ -237,7 +243,8 @@ def restore(
             cold_restore.verify_files(directory, plan, report)
         with byte_progress(wanted(quiet), "receiving", plan.snapshot.bytes) as hook:
             cold_restore.receive_all(directory, plan, report, hook)
-    sys.stdout.write(f"restored {target}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
+    at = cold_restore.restored_at(plan, report)
+    sys.stdout.write(f"restored {at}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
     return 0
 
 

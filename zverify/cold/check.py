@@ -30,7 +30,9 @@ from zverify.cold import entries, lock, names, parity
 from zverify.cold.entries import Identity
 from zverify.cold.parity import Parity
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
-from zverify.sendstream.validate import StreamReport, verify_stream
+from zverify.sendstream.format import BeginFlag, Feature
+from zverify.sendstream.rules import RESUMING
+from zverify.sendstream.validate import StreamReport, Substream, verify_stream
 
 SIDECAR = ".json"  # FILE.json beside a stream: metadata for people, never needed to restore
 DAMAGED = ".damaged"  # FILE.damaged: the original of a repaired stream, kept until --yes
@@ -253,12 +255,57 @@ def _file_report(name: str, report: StreamReport) -> FileReport:
     if not report.valid:
         out.problems.append(_stream_problem(name, report))
         return out
-    steps = tuple(
-        Step(s.dataset, s.fromguid, s.toguid, s.toname.partition("@")[2], s.creation_time)
-        for s in report.substreams
-    )
+    steps = tuple(_step(s) for s in report.substreams)
     out.archived = ArchivedFile(name, report.size, steps)
+    out.problems += [
+        _resume_problem(name, s) for s in report.substreams if s.features & Feature.RESUMING
+    ]
     return out
+
+
+def _resume_problem(name: str, s: Substream) -> Problem:
+    """A resume stream restores nothing on its own: what it would need, in words."""
+    at = (s.nvlist or {}).get("resume_object")
+    where = f" from object {at}" if isinstance(at, int) else ""
+    return Problem(
+        name,
+        "resume",
+        f"the rest of a send of {s.toname} (guid {s.toguid}){where}, not a whole stream: "
+        f"{RESUMING}",
+    )
+
+
+def _step(s: Substream) -> Step:
+    """A substream as the chain model reads it: GUIDs and the flags receive rules look at."""
+    raw = bool(s.features & Feature.RAW)
+    return Step(
+        s.dataset,
+        s.fromguid,
+        s.toguid,
+        s.toname.partition("@")[2],
+        s.creation_time,
+        raw=raw,
+        large_blocks=bool(s.features & Feature.LARGE_BLOCKS),
+        resuming=bool(s.features & Feature.RESUMING),
+        compressed=bool(s.features & Feature.COMPRESSED) and not raw,
+        embedded=bool(s.features & Feature.EMBED_DATA),
+        unsupported=_unsupported(s),
+    )
+
+
+def _unsupported(s: Substream) -> str:
+    """Why no restore receives this substream: what OpenZFS refuses whatever the target
+    (libzfs_sendrecv.c: deduplicated streams) and what zverify does not plan."""
+    if s.features & Feature.DEDUP:
+        return (
+            "a deduplicated stream (zfs send -D): OpenZFS 2 receives none (`zstream redup` "
+            "converts it)"
+        )
+    if s.flags & BeginFlag.CLONE:
+        return "a clone stream (its base is another dataset's snapshot): zverify plans no clone"
+    if s.features & Feature.REDACTED:
+        return "a redacted stream (zfs send --redact): zverify plans no redacted receive"
+    return ""
 
 
 def _kind(report: StreamReport) -> str:
@@ -407,6 +454,15 @@ def _chain_problems(p: DatasetPlan) -> list[Problem]:
             dataset=p.dataset,
         )
         for name, guid in p.orphans
+    ]
+    found += [
+        Problem(
+            name,
+            "unreceivable",
+            f"{p.dataset}: `zfs receive` cannot take it after any route of this archive: {why}",
+            dataset=p.dataset,
+        )
+        for name, why in p.refused
     ]
     found += [
         Problem(

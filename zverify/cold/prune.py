@@ -1,14 +1,21 @@
 """`cold prune`: remove old chains only when the newer ones are proven at that moment.
 
-plan_prune() is pure: from an ArchiveReport (every byte of every file read just now) it decides,
-per dataset, which chains to keep (the newest N by their full's creation time) and which
-files may go.  A file is deleted only when
+plan_prune() is pure: from an ArchiveReport (every byte of every file read just now) it decides
+which chains to keep and which files may go, with the chain model of zverify.sendstream.chain
+(OpenZFS's receive rules; the order of snapshots the streams prove, never the clocks).
 
-* nothing in the archive is damaged, truncated, unreadable, half-written or orphaned: such a
-  file could be part of a kept chain, so nothing is deleted while one exists;
-* no kept chain needs it (a file reachable from a kept full is never deleted);
-* the kept files alone, re-planned by GUID without the old ones, restore a snapshot at least as
-  new as every snapshot only the removed chains hold (an old chain is never the newest).
+* Nothing is deleted while anything in the archive is damaged, truncated, unreadable,
+  half-written, orphaned, unreceivable or a resume stream: such a file could belong to a
+  chain, or show that the archive is not what it seems.
+* Per dataset, a chain (a full and every file a restore can receive after it) is old when at
+  least N other chains start at a snapshot the streams prove newer than its own.  Two chains
+  the streams cannot order are both kept.
+* A file is deleted only when it belongs to an old chain and to no kept chain of *any*
+  dataset it carries (a `-R` package belongs to every dataset in it); with --dataset X, a file
+  that carries another dataset too is kept.
+* Then the kept files alone are planned again, every dataset: each snapshot that would no
+  longer be restorable must be proven older (by the streams) than a snapshot that still is.
+  A dataset for which that fails keeps all its files, and the proof is made again.
 
 Deletion order: per removed chain the files furthest from the full first, the full last, so
 that an interruption leaves a chain prefix that still restores.  The caller holds the archive
@@ -27,12 +34,12 @@ from zverify.cold.check import SIDECAR, ArchiveReport, Problem
 from zverify.cold.names import shown
 from zverify.cold.send import fsync_dir
 from zverify.errors import ColdError
-from zverify.sendstream.chain import ArchivedFile, Chain, Restorable, plan
+from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Restorable, plan
 
 # Problems that leave a doubt over what a kept chain holds: nothing is deleted while one exists.
 BLOCKING = {
     "damaged", "truncated", "unreadable", "not-a-stream", "partial", "orphan", "changed",
-    "hard-link", "foreign-owner",
+    "hard-link", "foreign-owner", "unreceivable", "resume",
 }  # fmt: skip
 
 
@@ -65,62 +72,106 @@ def blocked(report: ArchiveReport) -> str | None:
 
 
 def plan_prune(report: ArchiveReport, keep_chains: int) -> list[DatasetPrune]:
+    """One decision per dataset of the report (the ones --dataset chose)."""
     archived = [f.archived for f in report.files if f.archived is not None]
-    why_not = blocked(report)
-    out = []
-    for dataset, found in sorted(report.chains.items()):
-        decision = _plan_dataset(dataset, found, archived, report, keep_chains)
-        if why_not:  # even with nothing to delete: "prune is safe now" would be false
-            decision.refused = why_not
-        out.append(decision)
-    return out
-
-
-def _plan_dataset(
-    dataset: str,
-    found: list[Chain],
-    archived: list[ArchivedFile],
-    report: ArchiveReport,
-    keep_chains: int,
-) -> DatasetPrune:
-    everything = report.plans[dataset].restorable
-    order = {r.guid: r.order for r in everything}
     by_name = {f.name: f for f in archived}
-    newest_first = sorted(found, key=lambda c: _full_order(c, by_name, order), reverse=True)
-    decision = DatasetPrune(dataset, newest_first[:keep_chains])
-    old = newest_first[keep_chains:]
-    if not old:
-        return decision
-    kept_names = {n for c in decision.keep for n in c.files}
-    kept_plan = plan([by_name[n] for n in sorted(kept_names)]).get(dataset)
-    kept = kept_plan.restorable if kept_plan else []
-    if not kept:
-        decision.refused = "the kept chains restore nothing: nothing is deleted"
-        return decision
-    decision.newest_kept = max(kept, key=lambda r: r.order)
-    kept_guids = {r.guid for r in kept}
-    decision.lost = [r for r in everything if r.guid not in kept_guids]
-    newer = [r for r in decision.lost if r.creation_time > decision.newest_kept.creation_time]
-    if newer:
-        decision.refused = (
-            f"an old chain holds @{newer[-1].snapshot}, newer than the newest snapshot the "
-            f"kept chains restore (@{decision.newest_kept.snapshot}): send a new full first"
+    now = plan(archived)
+    decisions = {
+        d: _split(d, found, now[d], keep_chains) for d, found in sorted(report.chains.items())
+    }
+    kept = {n for d in decisions.values() for c in d.keep for n in c.files}
+    # a file that carries a dataset outside this prune (--dataset) is not this prune's
+    kept |= {f.name for f in archived if set(f.datasets) - decisions.keys()}
+    for d in decisions.values():
+        d.files = [n for c in d.remove for n in _deletion_order(d.dataset, c, by_name)]
+    _prove(decisions, kept, archived, now)
+    _assign(decisions, kept, by_name)
+    why_not = blocked(report)
+    for d in decisions.values():
+        if why_not:  # even with nothing to delete: "prune is safe now" would be false
+            d.refused = why_not
+    return list(decisions.values())
+
+
+def _split(dataset: str, found: list[Chain], now: DatasetPlan, keep_chains: int) -> DatasetPrune:
+    """Keep every chain that fewer than keep_chains others are proven newer than."""
+
+    def newer_than(c: Chain) -> int:
+        return sum(now.order.older(c.start, other.start) for other in found)
+
+    keep = [c for c in found if newer_than(c) < keep_chains]
+    return DatasetPrune(dataset, keep, [c for c in found if c not in keep])
+
+
+def _prove(
+    decisions: dict[str, DatasetPrune],
+    kept: set[str],
+    archived: list[ArchivedFile],
+    now: dict[str, DatasetPlan],
+) -> None:
+    """Refuse (and keep every file of) each dataset that would lose a snapshot not proven
+    older than one it keeps; until none does.  Sets newest_kept and lost."""
+    while True:
+        going = {n for d in decisions.values() if not d.refused for n in d.files} - kept
+        left = plan([f for f in archived if f.name not in going])
+        newly_refused = False
+        for dataset, before in now.items():
+            after = left.get(dataset)
+            still = after.restorable if after else []
+            still_guids = {r.guid for r in still}
+            lost = [r for r in before.restorable if r.guid not in still_guids]
+            unproven = [
+                r for r in lost if not any(before.order.older(r.guid, g) for g in still_guids)
+            ]
+            d = decisions.get(dataset)
+            if d is not None and d.remove:
+                d.lost, d.newest_kept = lost, (after.newest[-1] if after and after.newest else None)
+            if not unproven:
+                continue
+            carrying = {f.name for f in archived if dataset in f.datasets}
+            for other in decisions.values():
+                touched = carrying & set(other.files)
+                if touched and not other.refused:
+                    other.refused = _why(dataset, unproven[-1], still)
+                    newly_refused = True
+        if not newly_refused:
+            return
+
+
+def _why(dataset: str, lost: Restorable, still: list[Restorable]) -> str:
+    if not still:
+        return (
+            f"{dataset}: no kept chain restores anything of it, and an old chain holds "
+            f"@{lost.snapshot}: it would vanish from the archive"
         )
-        return decision
-    decision.remove = old
-    for chain in old:
-        for name in _deletion_order(dataset, chain, by_name):
-            if name not in kept_names and name not in decision.files:
-                decision.files.append(name)
-                decision.bytes += by_name[name].size
-    return decision
+    newest = ", ".join(f"@{r.snapshot}" for r in still[-3:])
+    return (
+        f"{dataset}: an old chain holds @{lost.snapshot} (guid {lost.guid}), which the streams "
+        f"do not prove older than what the kept chains restore (up to {newest}): send a new "
+        "full that the old chain reaches, or keep both"
+    )
 
 
-def _full_order(
-    chain: Chain, by_name: dict[str, ArchivedFile], order: dict[int, tuple[int, int]]
-) -> tuple[int, int, str]:
-    step = by_name[chain.full].steps_of(chain.dataset)[-1]
-    return (*order.get(step.to_guid, (0, 0)), chain.full)
+def _assign(
+    decisions: dict[str, DatasetPrune], kept: set[str], by_name: dict[str, ArchivedFile]
+) -> None:
+    """Each file to delete goes to one decision (its first dataset's, in name order), so
+    that a file several datasets share is deleted once; refused decisions delete nothing."""
+    taken: set[str] = set()
+    for d in decisions.values():
+        files = [] if d.refused else [n for n in d.files if n not in kept]
+        d.files = []
+        for name in files:
+            if name not in taken and _owner(by_name[name], decisions) == d.dataset:
+                taken.add(name)
+                d.files.append(name)
+        d.bytes = sum(by_name[n].size for n in d.files)
+        if d.refused:
+            d.remove = []
+
+
+def _owner(f: ArchivedFile, decisions: dict[str, DatasetPrune]) -> str:
+    return next(d for d in f.datasets if d in decisions and not decisions[d].refused)
 
 
 def _deletion_order(dataset: str, chain: Chain, by_name: dict[str, ArchivedFile]) -> list[str]:

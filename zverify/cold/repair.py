@@ -31,7 +31,8 @@ from zverify.cold.entries import Identity
 from zverify.cold.send import fsync_dir
 from zverify.errors import ColdError
 from zverify.par2 import tool
-from zverify.sendstream.validate import verify_stream
+from zverify.sendstream.format import MAGIC, RECORD_SIZE, BeginHeader, parse_begin
+from zverify.sendstream.validate import StreamReport, verify_stream
 
 _NO_LINKS = (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
 RESCUE_PIECE = 1 << 20  # read at once when a stream has unreadable bytes ...
@@ -93,7 +94,8 @@ def _repair_in(
     if isinstance(rebuilt, Outcome):
         return rebuilt
     path, note = rebuilt
-    _prove(path, f, sidecar)
+    first = _first_record(os.path.join(directory, f.name)) if _first_intact(f) else None
+    _prove(path, f, sidecar, first)
     kept = _replace(directory, f, path)
     return Outcome(f.name, "repaired", f"repaired from its parity and proven{note}", kept)
 
@@ -194,38 +196,110 @@ def _read_around(fd: int, at: int, length: int) -> tuple[bytes, int]:
     return bytes(out), lost
 
 
-def _prove(rebuilt: str, f: FileReport, sidecar: dict[str, object] | None) -> None:
-    """Raise ColdError unless the rebuilt file is the stream that was archived."""
+def _prove(
+    rebuilt: str, f: FileReport, sidecar: dict[str, object] | None, first: BeginHeader | None
+) -> None:
+    """Raise ColdError unless the rebuilt file is the stream that was archived: a valid
+    stream, the file its parity was made from, and the very stream the damaged file is (its
+    first record, its size, and its sidecar's GUIDs, size and digest), not merely a stream
+    with that name: parity copied from another archive rebuilds another stream."""
     assert f.parity is not None
     fd = entries.open_regular(rebuilt)
     try:
         report = verify_stream(fd)
         sha256, md5 = _digests(fd)
+        rebuilt_first = _parse_first(os.pread(fd, RECORD_SIZE, 0))
         os.fsync(fd)
     finally:
         os.close(fd)
     shown = names.shown(f.name)
     if not report.valid:
-        first = report.problems[0] if report.problems else None
-        what = f" at byte {first.offset}: {first.message}" if first else ""
+        problem = report.problems[0] if report.problems else None
+        what = f" at byte {problem.offset}: {problem.message}" if problem else ""
         raise ColdError(f"par2 rebuilt {shown}, but it is not a valid stream{what}: not replaced")
     if md5 != f.parity.md5:
         raise ColdError(f"par2 rebuilt {shown}, but not the file its parity was made from")
+    wrong = _not_the_original(report, sha256, f, sidecar, first, rebuilt_first)
+    if wrong:
+        raise ColdError(
+            f"par2 rebuilt {shown}, but not the stream it replaces: {wrong}; not replaced"
+        )
+
+
+def _not_the_original(
+    report: StreamReport,
+    sha256: str,
+    f: FileReport,
+    sidecar: dict[str, object] | None,
+    first: BeginHeader | None,
+    rebuilt_first: BeginHeader | None,
+) -> str | None:
+    """How the rebuilt stream differs from what is known of the damaged one, or None."""
     first_step, last_step = report.substreams[0], report.substreams[-1]
     actual: dict[str, object] = {
+        "dataset": last_step.dataset,
         "from_guid": str(first_step.fromguid),
         "to_guid": str(last_step.toguid),
         "snapshots": [s.toname.partition("@")[2] for s in report.substreams],
         "bytes": report.size,
         "sha256": sha256,
     }
-    wrong = [
-        k for k, v in actual.items() if sidecar is not None and k in sidecar and sidecar[k] != v
-    ]
-    if wrong:
-        raise ColdError(
-            f"par2 rebuilt {shown}, but its {', '.join(wrong)} are not the sidecar's: not replaced"
+    if sidecar is not None:
+        wrong = [k for k, v in actual.items() if k in sidecar and sidecar[k] != v]
+        if wrong:
+            return f"its {', '.join(wrong)} are not the sidecar's"
+    if first is not None and first != rebuilt_first:
+        return f"its first record is {_said(rebuilt_first)}, the damaged file's {_said(first)}"
+    on_disk = f.identity.size if f.identity is not None else None
+    truncated = any(p.kind == "truncated" for p in f.problems)
+    if on_disk is not None and not truncated and report.size != on_disk:
+        return f"it holds {report.size:,} bytes, the damaged file {on_disk:,}"
+    if on_disk is not None and truncated and report.size <= on_disk:
+        return f"it holds {report.size:,} bytes, no more than the truncated file ({on_disk:,})"
+    if first is None and (sidecar is None or "sha256" not in sidecar):
+        return (
+            "the damaged file's first record cannot be read and it has no sidecar with a "
+            "digest, so nothing proves which stream it was"
         )
+    return None
+
+
+def _said(h: BeginHeader | None) -> str:
+    if h is None:
+        return "unreadable"
+    return f"{h.toname} (toguid {h.toguid}, fromguid {h.fromguid})"
+
+
+def _first_intact(f: FileReport) -> bool:
+    """Whether the check verified the damaged file's first record (its first problem lies
+    beyond it), so that the record can stand for the stream's identity."""
+    offsets = [p.offset for p in f.problems if p.offset is not None]
+    return bool(offsets) and min(offsets) >= RECORD_SIZE
+
+
+def _first_record(path: str) -> BeginHeader | None:
+    """The first BEGIN record of a (damaged) stream file, when it can be read and parsed:
+    damage is usually further in, and this record names the stream."""
+    try:
+        fd = entries.open_regular(path)
+    except (OSError, entries.Changed):
+        return None
+    try:
+        return _parse_first(os.pread(fd, RECORD_SIZE, 0))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _parse_first(raw: bytes) -> BeginHeader | None:
+    if len(raw) < RECORD_SIZE:
+        return None
+    for big in (False, True):
+        h = parse_begin(raw, big)
+        if h.magic == MAGIC:
+            return h
+    return None
 
 
 def _digests(fd: int) -> tuple[str, bytes]:

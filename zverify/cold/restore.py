@@ -23,7 +23,7 @@ from zverify.cold.check import ArchiveReport
 from zverify.cold.entries import Identity
 from zverify.cold.names import shown
 from zverify.errors import ColdError, UnrestorableError
-from zverify.sendstream.chain import Restorable
+from zverify.sendstream.chain import ArchivedFile, Restorable
 from zverify.sendstream.validate import ProgressHook, verify_stream
 from zverify.zfs import command, inventory
 
@@ -37,23 +37,48 @@ class RestorePlan:
 
 
 def plan_restore(report: ArchiveReport, target: str, snapshot: str | None) -> RestorePlan:
-    """The files that rebuild snapshot (a name or a GUID; default the newest restorable)."""
+    """The files that rebuild snapshot (a name or a GUID; default the newest restorable, by
+    the order the streams prove)."""
     candidates = [(d, r) for d, p in report.plans.items() for r in p.restorable]
     datasets = sorted({d for d, _ in candidates})
     if len(datasets) > 1:
         raise ColdError(f"the archive holds several datasets ({', '.join(datasets)}): --dataset")
     if not candidates:
         raise UnrestorableError("nothing in the archive is restorable (see `zverify cold check`)")
+    dataset = datasets[0]
     if snapshot is None:
-        dataset, chosen = max(candidates, key=lambda c: c[1].order)
+        newest = report.plans[dataset].newest
+        if len(newest) != 1:
+            listed = ", ".join(f"@{r.snapshot} (guid {r.guid})" for r in newest)
+            raise ColdError(
+                f"{dataset}: the streams do not say which is newest of {listed} (no incremental "
+                "leads from one to the other): choose with --snapshot NAME or GUID"
+            )
+        chosen = newest[0]
     else:
-        found = [(d, r) for d, r in candidates if snapshot in (r.snapshot, str(r.guid))]
+        found = [r for _, r in candidates if snapshot in (r.snapshot, str(r.guid))]
         if not found:
             raise UnrestorableError(
                 f"@{snapshot} cannot be restored from this archive (see `zverify cold check`)"
             )
-        dataset, chosen = found[-1]
+        if len(found) > 1:
+            listed = ", ".join(f"guid {r.guid}" for r in found)
+            raise ColdError(
+                f"{dataset}: several snapshots are named @{snapshot} ({listed}): choose by GUID"
+            )
+        chosen = found[0]
     return RestorePlan(dataset, target, chosen, chosen.files)
+
+
+def landing(target: str, files: list[ArchivedFile]) -> dict[str, str]:
+    """Where each file of a restore is received: the first file's top dataset becomes target,
+    every dataset below it the same path below target (a `-R` package's children), so that
+    each later file goes where its top dataset landed (zverify.sendstream.chain.receive
+    admits no route where that is not possible)."""
+    if not files:
+        return {}
+    top = files[0].top
+    return {f.name: target + f.top[len(top) :] for f in files}
 
 
 def check_target(target: str) -> None:
@@ -80,26 +105,40 @@ def verify_files(directory: str, plan: RestorePlan, report: ArchiveReport | None
 def receive_all(
     directory: str, plan: RestorePlan, report: ArchiveReport, progress: ProgressHook | None = None
 ) -> None:
-    """Receive the plan's files in order, proving each by GUID on the target.
-    progress(bytes) counts over the whole plan."""
-    steps = {f.name: f.archived for f in report.files if f.archived is not None}
+    """Receive the plan's files in order, each where its top dataset lands, proving every
+    snapshot of the restored dataset it carries by GUID.  progress(bytes) counts over the
+    whole plan."""
+    archived = _archived(plan, report)
     read = {f.name: f.identity for f in report.files}
+    where = landing(plan.target, archived)
+    at = restored_at(plan, report)
     done: list[str] = []
     base = 0
-    for name in plan.files:
-        archived = steps[name]
-        assert archived is not None
+    for f in archived:
         hook = (lambda n, at=base: progress(at + n)) if progress else None
-        receive_file(os.path.join(directory, name), plan.target, done, hook, read.get(name))
-        base += archived.size
-        have = {s.guid for s in inventory.snapshots(plan.target) if not s.bookmark}
-        for step in archived.steps_of(plan.dataset):
+        receive_file(os.path.join(directory, f.name), where[f.name], done, hook, read.get(f.name))
+        base += f.size
+        have = {s.guid for s in inventory.snapshots(at) if not s.bookmark}
+        for step in f.steps_of(plan.dataset):
             if step.to_guid not in have:
                 raise ColdError(
-                    f"after receiving {shown(name)}, {plan.target}@{step.snapshot} with guid "
+                    f"after receiving {shown(f.name)}, {at}@{step.snapshot} with guid "
                     f"{step.to_guid} is not there: the restore is not proven"
                 )
-        done.append(name)
+        done.append(f.name)
+
+
+def _archived(plan: RestorePlan, report: ArchiveReport) -> list[ArchivedFile]:
+    steps = {f.name: f.archived for f in report.files if f.archived is not None}
+    return [a for a in (steps.get(name) for name in plan.files) if a is not None]
+
+
+def restored_at(plan: RestorePlan, report: ArchiveReport) -> str:
+    """The dataset that holds the restored snapshot: the target, or below it when the plan
+    begins with a `-R` package of a dataset above the one restored."""
+    archived = _archived(plan, report)
+    top = archived[0].top if archived else plan.dataset
+    return plan.target + plan.dataset[len(top) :]
 
 
 def receive_file(
@@ -143,10 +182,11 @@ def _so_far(done: list[str] | None) -> str:
     return f" (received and proven before it: {', '.join(map(shown, done))})" if done else ""
 
 
-def script(directory: str, plan: RestorePlan) -> str:
+def script(directory: str, plan: RestorePlan, report: ArchiveReport) -> str:
     """The same receives as a plain sh script, for a machine without zverify."""
     lines = ["#!/bin/sh", "# written by zverify cold restore: receive in this order", "set -e"]
+    where = landing(plan.target, _archived(plan, report))
     for name in plan.files:
         path = shlex.quote(os.path.join(os.path.abspath(directory), name))
-        lines.append(f"zfs receive -u {shlex.quote(plan.target)} < {path}")
+        lines.append(f"zfs receive -u {shlex.quote(where[name])} < {path}")
     return "\n".join(lines) + "\n"

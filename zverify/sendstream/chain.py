@@ -1,27 +1,68 @@
-"""Chains of stream files, planned from GUIDs alone: which snapshots an archive can restore.
+"""The chains of an archive as OpenZFS receives them: what the files restore, in which order
+the streams put the snapshots, and which files nothing can receive.
 
-Pure: no I/O.  Each archived file is described by the substreams it holds (dataset, from
-GUID, to GUID, to name).  Per dataset, a file can be received once the snapshot its first
-substream starts from is there (GUID 0: nothing needed, a full); receiving it brings every
-snapshot its substreams end at.  restorable() searches from "nothing" over the files,
-cheapest first (fewest bytes), so each restorable snapshot comes with the shortest list of
-files that rebuilds it.  Names are never trusted: two files connect only by GUID.
+Pure: no I/O (docs/design/cold.md).  A restore receives whole files, one after another, into
+one new dataset tree (zverify.cold.restore).  The model follows it exactly:
+
+* the state of a restore is, per dataset received so far, its Tip (zverify.sendstream.rules),
+  and where the first file landed (the top dataset of every later file must be that one or
+  below it, so that each file has a place under the target);
+* a file can be received when every substream in it is accepted in turn: a full only for a
+  dataset not there yet, an incremental only from that dataset's tip and with the flags the
+  tip demands (-w, -L); a `-R` package therefore needs every dataset it carries in place;
+* receiving it brings every snapshot it holds.
+
+restorable() searches from nothing, fewest bytes first, so each restorable snapshot comes
+with the cheapest list of files that rebuilds it.  Names are never trusted: files connect
+only by GUID.
+
+The order of snapshots comes from the streams alone: an incremental from A to B says that A
+is older than B, whatever the clocks said.  Two snapshots no stream connects have no order
+(two fulls made apart, a fork after a rollback): both can be "newest".  Creation times are
+in whole seconds and follow the wall clock; they are shown, never compared.
 """
+
+from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from zverify.errors import ZverifyError
+from zverify.sendstream import rules
+from zverify.sendstream.rules import Tip
+
+MAX_STATES = 200_000
+"""Restore states explored per dataset.  Real archives have about one per file; an archive
+that needs more is not judged (exit 2), never judged on part of its routes."""
+
+
+class TooManyRoutes(ZverifyError):
+    """The archive has more ways to be received than the planner explores."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One substream of a file: from_guid -> to_guid (from_guid 0 for a full)."""
+    """One substream of a file: from_guid -> to_guid (from_guid 0 for a full), and the send
+    flags that decide what it can follow (zverify.sendstream.rules)."""
 
     dataset: str
     from_guid: int
     to_guid: int
     snapshot: str  # the part after '@'
-    creation_time: int = 0
+    creation_time: int = 0  # shown to people; never orders anything
+    raw: bool = False  # feature RAW: `zfs send -w` of an encrypted dataset
+    large_blocks: bool = False  # feature LARGE_BLOCKS: -L (or -w) with blocks > 128 KiB
+    resuming: bool = False  # feature RESUMING: `zfs send -t`
+    compressed: bool = False  # feature COMPRESSED without RAW: -c
+    embedded: bool = False  # feature EMBED_DATA: -e
+    unsupported: str = ""  # why no restore can receive it (dedup, clone, redacted...)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.dataset, self.from_guid, self.to_guid, self.raw, self.large_blocks,
+                self.resuming, self.unsupported)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -37,6 +78,15 @@ class ArchivedFile:
     def datasets(self) -> list[str]:
         return sorted({s.dataset for s in self.steps})
 
+    @property
+    def top(self) -> str:
+        """The dataset a receive of this file puts at its target (a -R package's top)."""
+        return min(self.datasets, key=len)
+
+    @property
+    def resuming(self) -> bool:
+        return any(s.resuming for s in self.steps)
+
 
 @dataclass(frozen=True)
 class Restorable:
@@ -48,122 +98,254 @@ class Restorable:
     creation_time: int
     files: tuple[str, ...]
     bytes: int
-    depth: int = 0  # snapshots received on the way: orders snapshots made in one second
+    tip: Tip | None = None  # the dataset after those files: what a next incremental must match
 
-    @property
-    def order(self) -> tuple[int, int]:
-        """Sort key, oldest first: creation time, then position in the chain."""
-        return (self.creation_time, self.depth)
+
+class Order:
+    """The order of one dataset's snapshots that the streams prove: A is older than B when a
+    chain of incrementals leads from A to B."""
+
+    def __init__(self, edges: Iterable[tuple[int, int]]) -> None:
+        self._next: dict[int, set[int]] = defaultdict(set)
+        for a, b in edges:
+            if a != b:
+                self._next[a].add(b)
+        self._later: dict[int, frozenset[int]] = {}
+
+    def later(self, guid: int) -> frozenset[int]:
+        """Every snapshot a chain of incrementals leads to from guid."""
+        if guid not in self._later:
+            seen: set[int] = set()
+            todo = list(self._next.get(guid, ()))
+            while todo:
+                g = todo.pop()
+                if g not in seen:
+                    seen.add(g)
+                    todo.extend(self._next.get(g, ()))
+            self._later[guid] = frozenset(seen)
+        return self._later[guid]
+
+    def older(self, a: int, b: int) -> bool:
+        """a is proven older than b (and not also newer: forged streams may make a loop)."""
+        return b in self.later(a) and a not in self.later(b)
 
 
 @dataclass
 class DatasetPlan:
     dataset: str
-    restorable: list[Restorable] = field(default_factory=list)
+    restorable: list[Restorable] = field(default_factory=list)  # oldest first
+    newest: list[Restorable] = field(default_factory=list)  # no restorable snapshot follows
     orphans: list[tuple[str, int]] = field(default_factory=list)  # (file, missing base GUID)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (file, why receive refuses)
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (file, same as file)
+    order: Order = field(default_factory=lambda: Order(()))
 
 
 def plan(files: list[ArchivedFile]) -> dict[str, DatasetPlan]:
-    """Per dataset: restorable snapshots (oldest first), orphans and duplicates."""
+    """Per dataset: restorable snapshots, the newest ones, and the files no route receives.
+    Raises TooManyRoutes."""
     datasets = sorted({d for f in files for d in f.datasets})
-    return {d: _plan_dataset(d, files) for d in datasets}
+    unique, duplicates = _without_duplicates(files)
+    return {d: _plan_dataset(d, files, unique, duplicates) for d in datasets}
 
 
-def _plan_dataset(dataset: str, files: list[ArchivedFile]) -> DatasetPlan:
-    result = DatasetPlan(dataset)
-    unique = _without_duplicates(dataset, files, result)
-    reached = _cheapest_paths(dataset, unique)
-    for f in unique:
-        start = f.steps_of(dataset)[0].from_guid
-        if start not in reached:
-            result.orphans.append((f.name, start))
-    result.restorable = sorted(
-        (r for guid, r in reached.items() if guid != 0), key=lambda r: r.order
-    )
+def _plan_dataset(
+    dataset: str,
+    files: list[ArchivedFile],
+    unique: list[ArchivedFile],
+    duplicates: list[tuple[ArchivedFile, str]],
+) -> DatasetPlan:
+    mine = [f for f in unique if f.steps_of(dataset)]
+    result = DatasetPlan(dataset, order=order_of(dataset, files))
+    result.duplicates = [(f.name, other) for f, other in duplicates if f.steps_of(dataset)]
+    reached, used, refusals = _search(dataset, mine)
+    for f in mine:
+        if f.name in used or f.resuming:  # a resume stream is said once, by the archive check
+            continue
+        if f.name in refusals:
+            result.refused.append((f.name, refusals[f.name]))
+        else:
+            result.orphans.append((f.name, f.steps[0].from_guid))
+    result.restorable = _oldest_first(list(reached.values()), result.order)
+    guids = [r.guid for r in result.restorable]
+    result.newest = [
+        r for r in result.restorable if not any(result.order.older(r.guid, g) for g in guids)
+    ]
     return result
 
 
+def order_of(dataset: str, files: list[ArchivedFile]) -> Order:
+    """The order every intact stream of the archive proves, receivable or not: an
+    incremental says which snapshot came first even where it cannot be received."""
+    return Order(
+        (s.from_guid, s.to_guid) for f in files for s in f.steps_of(dataset) if s.from_guid
+    )
+
+
+def _oldest_first(found: list[Restorable], order: Order) -> list[Restorable]:
+    """The streams' order; between snapshots it leaves unordered, creation time, then GUID
+    (for people reading the list: no decision depends on it)."""
+    remaining = sorted(found, key=lambda r: (r.creation_time, r.guid))
+    out: list[Restorable] = []
+    while remaining:
+        pick = next(
+            (r for r in remaining if not any(order.older(o.guid, r.guid) for o in remaining)),
+            remaining[0],  # a loop forged into the streams: any order
+        )
+        out.append(pick)
+        remaining.remove(pick)
+    return out
+
+
 def _without_duplicates(
-    dataset: str, files: list[ArchivedFile], result: DatasetPlan
-) -> list[ArchivedFile]:
-    """Files holding exactly the same steps as an earlier one (by name) are duplicates."""
-    seen: dict[tuple[tuple[int, int], ...], str] = {}
-    unique = []
+    files: list[ArchivedFile],
+) -> tuple[list[ArchivedFile], list[tuple[ArchivedFile, str]]]:
+    """Files holding exactly the same substreams, flags included, as an earlier one (by name)
+    are duplicates: they add nothing to any route."""
+    seen: dict[tuple[tuple[object, ...], ...], str] = {}
+    unique, duplicates = [], []
     for f in sorted(files, key=lambda f: f.name):
-        steps = f.steps_of(dataset)
-        if not steps:
-            continue
-        key = tuple((s.from_guid, s.to_guid) for s in steps)
+        key = tuple(s.key for s in f.steps)
         if key in seen:
-            result.duplicates.append((f.name, seen[key]))
-            continue
-        seen[key] = f.name
-        unique.append(f)
-    return unique
+            duplicates.append((f, seen[key]))
+        else:
+            seen[key] = f.name
+            unique.append(f)
+    return unique, duplicates
 
 
-def _cheapest_paths(dataset: str, files: list[ArchivedFile]) -> dict[int, Restorable]:
-    """Dijkstra from GUID 0 ("nothing received") over files weighted by their size."""
-    by_start: dict[int, list[ArchivedFile]] = defaultdict(list)
-    for f in files:
-        by_start[f.steps_of(dataset)[0].from_guid].append(f)
-    start = Restorable(dataset, "", 0, 0, (), 0)
+# -- the search -------------------------------------------------------------------------------
+
+_State = tuple[frozenset[tuple[str, Tip]], str]  # (tip of every dataset received, top)
+
+
+def receive(state: _State | None, f: ArchivedFile) -> _State | str:
+    """The state after receiving f, or why a restore at state cannot receive it."""
+    tips, top = state if state is not None else (frozenset(), f.top)
+    if f.top != top and not f.top.startswith(top + "/"):
+        return f"its top dataset {f.top} has no place under {top}, where the restore began"
+    now = dict(tips)
+    for step in f.steps:
+        tip = now.get(step.dataset)
+        why = rules.refuses_start(step) if tip is None else rules.refuses_after(tip, step)
+        if why is not None:
+            return f"{step.dataset}@{step.snapshot}: {why}"
+        now[step.dataset] = rules.after(tip, step, step.to_guid)
+    return frozenset(now.items()), top
+
+
+def _search(
+    dataset: str, files: list[ArchivedFile]
+) -> tuple[dict[int, Restorable], set[str], dict[str, str]]:
+    """Dijkstra from "nothing received" over the files of dataset, weighted by size.
+    Returns the cheapest route to every snapshot, the files some route receives, and for the
+    others that were tried where their first substream's base was in place, why not."""
     best: dict[int, Restorable] = {}
-    queue: list[tuple[int, int, int, Restorable]] = [(0, 0, 0, start)]
-    counter = 0  # tie-breaker: heapq must never compare Restorable objects
+    used: set[str] = set()
+    refusals: dict[str, str] = {}
+    done: set[_State] = set()
+    following = _Candidates(files)
+    queue: list[tuple[int, int, _State | None, tuple[str, ...]]] = [(0, 0, None, ())]
+    counter = 0  # tie-breaker: heapq must never compare states
     while queue:
-        cost, _, guid, here = heapq.heappop(queue)
-        if guid in best:
-            continue
-        best[guid] = here
-        for f in by_start.get(guid, []):
-            files_needed = (*here.files, f.name)
-            for k, step in enumerate(f.steps_of(dataset), 1):
-                counter += 1
-                there = Restorable(
-                    dataset, step.snapshot, step.to_guid, step.creation_time,
-                    files_needed, cost + f.size, here.depth + k,
-                )  # fmt: skip
-                heapq.heappush(queue, (cost + f.size, counter, step.to_guid, there))
-    return best
+        cost, _, state, route = heapq.heappop(queue)
+        if state is not None:
+            if state in done:
+                continue
+            _count(done, state, dataset)
+        for f in following(state):
+            after = receive(state, f)
+            if isinstance(after, str):
+                refusals.setdefault(f.name, after)
+                continue
+            used.add(f.name)
+            files_needed = (*route, f.name)
+            tip = dict(after[0])[dataset]
+            for step in f.steps_of(dataset):
+                old = best.get(step.to_guid)
+                if old is None or cost + f.size < old.bytes:
+                    best[step.to_guid] = Restorable(
+                        dataset, step.snapshot, step.to_guid, step.creation_time,
+                        files_needed, cost + f.size, tip,
+                    )  # fmt: skip
+            counter += 1
+            heapq.heappush(queue, (cost + f.size, counter, after, files_needed))
+    return best, used, refusals
+
+
+class _Candidates:
+    """The files whose first substream finds its base in place at a state (the others
+    cannot be received there: a full needs its dataset absent, an incremental its base as
+    the tip)."""
+
+    def __init__(self, files: list[ArchivedFile]) -> None:
+        self._by_base: dict[tuple[str, int], list[ArchivedFile]] = defaultdict(list)
+        for f in files:
+            first = f.steps[0]
+            self._by_base[(first.dataset, first.from_guid)].append(f)
+        self._fulls = [f for f in files if f.steps[0].from_guid == 0]
+
+    def __call__(self, state: _State | None) -> list[ArchivedFile]:
+        tips = dict(state[0]) if state is not None else {}
+        found = [f for f in self._fulls if f.steps[0].dataset not in tips]
+        for dataset, tip in sorted(tips.items(), key=lambda t: t[0]):
+            found += self._by_base.get((dataset, tip.guid), [])
+        return found
+
+
+def _count(seen: set[_State], state: _State, dataset: str) -> None:
+    if len(seen) >= MAX_STATES:
+        raise TooManyRoutes(
+            f"{dataset}: the archive's files can be received in more than {MAX_STATES:,} "
+            "ways: not planned, nothing judged restorable"
+        )
+    seen.add(state)
+
+
+# -- chains (for prune) -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Chain:
-    """A full and every file that can be received after it, and the bytes they take."""
+    """A file that starts a dataset (a full) and every file a restore can receive after it."""
 
     dataset: str
     full: str
     files: tuple[str, ...]
     bytes: int
+    start: int = 0  # the GUID of the newest snapshot of dataset the first file brings
 
 
 def chains(dataset: str, files: list[ArchivedFile]) -> list[Chain]:
-    """One chain per full file of dataset: the files reachable from it by GUID."""
-    mine = [f for f in files if f.steps_of(dataset)]
-    by_start: dict[int, list[ArchivedFile]] = defaultdict(list)
-    for f in mine:
-        by_start[f.steps_of(dataset)[0].from_guid].append(f)
+    """One chain per file that can start a restore of dataset."""
+    unique, _ = _without_duplicates(files)
+    mine = [f for f in unique if f.steps_of(dataset)]
+    by_name = {f.name: f for f in mine}
     found = []
-    for full in sorted(by_start.get(0, []), key=lambda f: f.name):
-        members = _reachable(dataset, full, by_start)
-        size = sum(f.size for f in members)
-        names = tuple(sorted(f.name for f in members))
-        found.append(Chain(dataset, full.name, names, size))
+    for first in sorted(mine, key=lambda f: f.name):
+        state = receive(None, first)
+        if isinstance(state, str):
+            continue
+        members = _reachable(dataset, state, mine) | {first.name}
+        names = tuple(sorted(members))
+        start = first.steps_of(dataset)[-1].to_guid  # a -R full brings several at once
+        found.append(Chain(dataset, first.name, names, sum(by_name[n].size for n in names), start))
     return found
 
 
-def _reachable(
-    dataset: str, first: ArchivedFile, by_start: dict[int, list[ArchivedFile]]
-) -> list[ArchivedFile]:
-    seen = {first.name: first}
-    todo = [first]
+def _reachable(dataset: str, start: _State, files: list[ArchivedFile]) -> set[str]:
+    """Every file some sequence of receives from start takes."""
+    following = _Candidates(files)
+    seen: set[_State] = {start}
+    todo, used = [start], set()
     while todo:
-        f = todo.pop()
-        for step in f.steps_of(dataset):
-            for nxt in by_start.get(step.to_guid, []):
-                if nxt.name not in seen:
-                    seen[nxt.name] = nxt
-                    todo.append(nxt)
-    return list(seen.values())
+        state = todo.pop()
+        for f in following(state):
+            after = receive(state, f)
+            if isinstance(after, str):
+                continue
+            used.add(f.name)
+            if after not in seen:
+                _count(seen, after, dataset)
+                todo.append(after)
+    return used
