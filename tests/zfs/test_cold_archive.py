@@ -225,6 +225,9 @@ def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
     snap_with_data(host, ds, "s10", size_kib=48)
     new = zv(host, zverify, "cold", "send", "-q", "--json", "--full", ds.name, arch)
     new_full = new["sent"]["file"]
+    # the old chain first went on to @s10, so that its streams prove it older than the new full
+    link = new["linked"]["file"]
+    assert link == files["I29"].replace("s2-@s9", "s9-@s10"), new
     # the newer full damaged: prune deletes nothing
     damaged = copy_of(host, arch, "prune-damaged")
     flip_byte(host, f"{damaged}/{new_full}", -3000)
@@ -235,14 +238,15 @@ def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
     # intact: dry run, then --yes with a trial receive
     plan = zv(host, zverify, "cold", "prune", "--json", arch)
     (d,) = plan["datasets"]
-    old = [files[k] for k in ("I29", "i12", "i01", "full")]
+    old = [link, *(files[k] for k in ("I29", "i12", "i01", "full"))]
     assert d["remove"] == old and d["newest_kept"]["snapshot"] == "s10"
     scratch = f"{ds.name.split('/')[0]}/scratch"
     done = zv(host, zverify, "cold", "prune", "--json", "--yes", "--trial-receive", scratch, arch)
     (d,) = done["datasets"]
     assert d["deleted"] == old
     assert sorted(d["released"]) == sorted(
-        f"{ds.name}#zverify-{s}" for s in ("s0", "s1", "s2", "s9")
+        f"{ds.name}#zverify-{s}"
+        for s in ("s0", "s1", "s2", "s9")  # @s10's is the new full's
     )
     assert host.run(["zfs", "list", scratch]).returncode != 0  # the trial was destroyed
     left = [n for n in host.run(["ls", arch], check=True).stdout.split("\n") if n]
@@ -300,7 +304,9 @@ def test_hold_moves_forward_and_prune_releases_it(zfs_host, zfs_pool, zverify_in
     assert refused.returncode != 0  # the base of the next incremental cannot be destroyed
     snap_with_data(host, ds, "h2")
     zv(host, zverify, "cold", "send", "-q", "--hold", "--full", ds.name, cold)
+    # the link to @h2 that --full archives first moved the hold on, as any incremental does
+    assert "zverify-cold" not in holds("h1") and "zverify-cold" in holds("h2")
     done = zv(host, zverify, "cold", "prune", "-q", "--json", "--yes", cold)
     (d,) = done["datasets"]
-    assert d["released"] == [f"{ds.name}@h1 (hold zverify-cold)"]
-    assert "zverify-cold" not in holds("h1") and "zverify-cold" in holds("h2")
+    assert len(d["deleted"]) == 3 and d["released"] == []  # the old chain and its link
+    assert "zverify-cold" in holds("h2")

@@ -21,6 +21,7 @@ what is missing.
 """
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -34,9 +35,9 @@ from zverify import __version__
 from zverify.cold import entries, lock, names
 from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
-from zverify.errors import ColdError, ZverifyError
+from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream.validate import StreamReport, verify_stream
-from zverify.zfs import command, lzc
+from zverify.zfs import command, inventory, lzc
 
 BOOKMARK_PREFIX = "zverify-"
 HOLD_TAG = "zverify-cold"  # `zfs holds` shows it on the snapshot kept for the next incremental
@@ -261,9 +262,18 @@ def _write_parity(directory: str, name: str, percent: int) -> str | None:
 
 
 def _bookmark(dataset: str, snapshot: str) -> str:
+    """dataset#zverify-SNAP of snapshot; one already there (a link and a new full of the same
+    snapshot make it twice) is kept only when it is of that very snapshot (same GUID)."""
     bookmark = f"{dataset}#{BOOKMARK_PREFIX}{snapshot}"
-    if not lzc.call("lzc_exists", bookmark.encode()):
+    try:
         lzc.call("lzc_bookmark", {bookmark.encode(): f"{dataset}@{snapshot}".encode()})
+    except ZfsError as err:
+        if err.errno != errno.EEXIST:
+            raise
+        present = {(s.name, s.bookmark): s.guid for s in inventory.snapshots(dataset)}
+        mine = present.get((BOOKMARK_PREFIX + snapshot, True))
+        if mine is None or mine != present.get((snapshot, False)):
+            raise ColdError(f"{bookmark} exists and is not of {dataset}@{snapshot}") from None
     return bookmark
 
 
