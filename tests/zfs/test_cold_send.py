@@ -95,3 +95,29 @@ def test_unknown_snapshot_or_dataset_exits_2_and_leaves_nothing(
     r = host.run([*zverify, "cold", "send", f"{ds.name}-missing", cold])
     assert r.returncode == 2 and "dataset does not exist" in r.stderr
     assert host.run(["ls", "-A", cold], check=True).stdout == ""
+
+
+def test_an_incremental_takes_the_flags_of_the_chain_it_extends(
+    zfs_host, zfs_pool, zverify_in_zfs_host
+):
+    """A cron line that forgets --large-block still extends an -L chain with -L (finding C3):
+    the chain stays receivable; --raw on a chain sent without -w is refused, nothing sent."""
+    host, zverify = zfs_host, zverify_in_zfs_host
+    ds = zfs_pool.dataset("big", recordsize="1M", compression="off")
+    for snap in ("l0", "l1"):
+        # two 1 MiB records each time: large blocks active on the source
+        host.run(["sh", "-c", f"head -c 1500000 /dev/urandom > '{ds.mountpoint}/{snap}.bin'"],
+                 check=True)  # fmt: skip
+        host.run(["zfs", "snapshot", f"{ds.name}@{snap}"], check=True)
+    cold = "/root/cold-L"
+    host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
+    zv(host, zverify, "cold", "send", "-q", "--large-block", "--snapshot", "l0", ds.name, cold)
+    refused = host.run([*zverify, "cold", "send", "-q", "--raw", ds.name, cold])
+    assert refused.returncode == 2 and "--raw" in refused.stderr and "-w" in refused.stderr
+    sent = zv(host, zverify, "cold", "send", "-q", "--json", ds.name, cold)["sent"]["file"]
+    info = zv(host, zverify, "stream", "info", "--json", f"{cold}/{sent}")
+    assert all("LARGE_BLOCKS" in s["features"] for s in info["substreams"]), info
+    target = f"{zfs_pool.name}/restored-L"
+    out = zv(host, zverify, "cold", "restore", "-q", cold, target)
+    assert f"restored {target}@l1" in out
+    assert guid(host, f"{target}@l1") == guid(host, f"{ds.name}@l1")
