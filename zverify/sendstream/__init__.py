@@ -1,5 +1,6 @@
 """Offline send-stream code: no ZFS module, pool or `zfs` command is needed.
 
-format (record layouts), nvlist (XDR/native decoding), token (resume tokens) and
-validate (a whole stream -> StreamReport).  Live ZFS is zverify.zfs, apart.
+format (record layouts), nvlist (XDR/native decoding), token (resume tokens),
+validate (a whole stream -> StreamReport), rules (what `zfs receive` accepts of a substream)
+and chain (what an archive of stream files restores, and in which order).  Live ZFS is zverify.zfs, apart.
 """
