@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from itertools import permutations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zverify.cold.check import ArchiveReport, FileReport
 from zverify.cold.prune import plan_prune
-from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
+from zverify.sendstream.chain import ArchivedFile, LoopedHistory, Step, chains, plan
 
 DS = "pool/set"
 
@@ -124,3 +125,13 @@ def test_prune_never_loses_a_snapshot_newer_than_what_stays(archive, keep) -> No
         assert any(lost < g for g in after), (lost, sorted(after))
     if before:
         assert max(before) in after  # the newest history always stays
+
+
+def test_streams_that_loop_back_are_not_judged() -> None:
+    loop = [
+        ArchivedFile("full", 10, (Step(DS, 0, guid(0), "0"),)),
+        ArchivedFile("ab", 10, (Step(DS, guid(0), guid(1), "1"),)),
+        ArchivedFile("ba", 10, (Step(DS, guid(1), guid(0), "0"),)),
+    ]
+    with pytest.raises(LoopedHistory, match="not one dataset's history"):
+        plan(loop)

@@ -272,3 +272,18 @@ def test_m1_parity_of_another_stream_never_replaces_the_original(tmp_path) -> No
     again = run("cold", "repair", "--yes", str(root), env=plain_env())
     assert again.returncode == 2 and (root / name).read_bytes() == bytes(original)
     assert not list(root.glob("*.damaged"))
+
+
+def test_streams_that_order_a_snapshot_before_itself_are_exit_2(tmp_path) -> None:
+    root = archive(
+        tmp_path,
+        {
+            "a.zfsfull": synthetic("tank/data@0", 1000),
+            "b.zfsinc": synthetic("tank/data@1", 1001, 1000),
+            "c.zfsinc": synthetic("tank/data@0", 1000, 1001),  # forged: @1 -> @0
+        },
+    )
+    for command in ("check", "prune"):
+        done = zverify("cold", command, str(root))
+        assert done.returncode == 2 and "not one dataset's history" in done.stderr, done
+    assert len(listing(root)) == 3

@@ -120,9 +120,8 @@ def _prove(
             still = after.restorable if after else []
             still_guids = {r.guid for r in still}
             lost = [r for r in before.restorable if r.guid not in still_guids]
-            unproven = [
-                r for r in lost if not any(before.order.older(r.guid, g) for g in still_guids)
-            ]
+            proven = before.order.older_than_any(still_guids)
+            unproven = [r for r in lost if r.guid not in proven]
             d = decisions.get(dataset)
             if d is not None and d.remove:
                 d.lost, d.newest_kept = lost, (after.newest[-1] if after and after.newest else None)

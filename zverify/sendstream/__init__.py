@@ -2,5 +2,6 @@
 
 format (record layouts), nvlist (XDR/native decoding), token (resume tokens),
 validate (a whole stream -> StreamReport), rules (what `zfs receive` accepts of a substream)
-and chain (what an archive of stream files restores, and in which order).  Live ZFS is zverify.zfs, apart.
+and chain (what an archive of stream files restores, and in which order).  Live ZFS is
+zverify.zfs, apart.
 """

@@ -42,6 +42,10 @@ class TooManyRoutes(ZverifyError):
     """The archive has more ways to be received than the planner explores."""
 
 
+class LoopedHistory(ZverifyError):
+    """Streams that order a snapshot before itself: no real history does."""
+
+
 @dataclass(frozen=True)
 class Step:
     """One substream of a file: from_guid -> to_guid (from_guid 0 for a full), and the send
@@ -103,31 +107,63 @@ class Restorable:
 
 class Order:
     """The order of one dataset's snapshots that the streams prove: A is older than B when a
-    chain of incrementals leads from A to B."""
+    chain of incrementals leads from A to B.  Linear in the edges.  Streams that lead from a
+    snapshot back to itself are not one dataset's history (only forged streams do): raises
+    LoopedHistory, and nothing is judged."""
 
-    def __init__(self, edges: Iterable[tuple[int, int]]) -> None:
+    def __init__(
+        self, edges: Iterable[tuple[int, int]], when: dict[int, int] | None = None
+    ) -> None:
         self._next: dict[int, set[int]] = defaultdict(set)
+        self._prev: dict[int, set[int]] = defaultdict(set)
         for a, b in edges:
-            if a != b:
-                self._next[a].add(b)
-        self._later: dict[int, frozenset[int]] = {}
+            self._next[a].add(b)
+            self._prev[b].add(a)
+        self._rank = self._topological(when or {})
 
-    def later(self, guid: int) -> frozenset[int]:
-        """Every snapshot a chain of incrementals leads to from guid."""
-        if guid not in self._later:
-            seen: set[int] = set()
-            todo = list(self._next.get(guid, ()))
-            while todo:
-                g = todo.pop()
-                if g not in seen:
-                    seen.add(g)
-                    todo.extend(self._next.get(g, ()))
-            self._later[guid] = frozenset(seen)
-        return self._later[guid]
+    def _topological(self, when: dict[int, int]) -> dict[int, int]:
+        """Each snapshot's place in one order that respects every edge (Kahn; between
+        snapshots the edges leave unordered, the earlier creation time first: for people
+        reading a list, never for a decision)."""
+        nodes = set(self._next) | set(self._prev) | set(when)
+        waiting = {g: len(self._prev.get(g, ())) for g in nodes}
+        ready = [(when.get(g, 0), g) for g, n in waiting.items() if n == 0]
+        heapq.heapify(ready)
+        rank: dict[int, int] = {}
+        while ready:
+            _, g = heapq.heappop(ready)
+            rank[g] = len(rank)
+            for h in self._next.get(g, ()):
+                waiting[h] -= 1
+                if waiting[h] == 0:
+                    heapq.heappush(ready, (when.get(h, 0), h))
+        if len(rank) != len(nodes):
+            looped = sorted(nodes - rank.keys())[:3]
+            raise LoopedHistory(
+                "the streams lead from snapshot guid "
+                f"{' and '.join(map(str, looped))} back to itself: they are not one dataset's "
+                "history (forged or mixed-up streams); the archive is not judged"
+            )
+        return rank
 
     def older(self, a: int, b: int) -> bool:
-        """a is proven older than b (and not also newer: forged streams may make a loop)."""
-        return b in self.later(a) and a not in self.later(b)
+        """a is proven older than b."""
+        return a in self.older_than_any({b})
+
+    def older_than_any(self, targets: set[int]) -> set[int]:
+        """Every snapshot proven older than at least one of targets."""
+        found: set[int] = set()
+        todo = [p for t in targets for p in self._prev.get(t, ())]
+        while todo:
+            g = todo.pop()
+            if g not in found:
+                found.add(g)
+                todo.extend(self._prev.get(g, ()))
+        return found
+
+    def sort_key(self, guid: int) -> int:
+        """A key that puts older snapshots first."""
+        return self._rank.get(guid, 0)
 
 
 @dataclass
@@ -167,34 +203,22 @@ def _plan_dataset(
         else:
             result.orphans.append((f.name, f.steps[0].from_guid))
     result.restorable = _oldest_first(list(reached.values()), result.order)
-    guids = [r.guid for r in result.restorable]
-    result.newest = [
-        r for r in result.restorable if not any(result.order.older(r.guid, g) for g in guids)
-    ]
+    followed = result.order.older_than_any({r.guid for r in result.restorable})
+    result.newest = [r for r in result.restorable if r.guid not in followed]
     return result
 
 
 def order_of(dataset: str, files: list[ArchivedFile]) -> Order:
     """The order every intact stream of the archive proves, receivable or not: an
     incremental says which snapshot came first even where it cannot be received."""
-    return Order(
-        (s.from_guid, s.to_guid) for f in files for s in f.steps_of(dataset) if s.from_guid
-    )
+    steps = [s for f in files for s in f.steps_of(dataset)]
+    edges = [(s.from_guid, s.to_guid) for s in steps if s.from_guid]
+    return Order(edges, {s.to_guid: s.creation_time for s in steps})
 
 
 def _oldest_first(found: list[Restorable], order: Order) -> list[Restorable]:
-    """The streams' order; between snapshots it leaves unordered, creation time, then GUID
-    (for people reading the list: no decision depends on it)."""
-    remaining = sorted(found, key=lambda r: (r.creation_time, r.guid))
-    out: list[Restorable] = []
-    while remaining:
-        pick = next(
-            (r for r in remaining if not any(order.older(o.guid, r.guid) for o in remaining)),
-            remaining[0],  # a loop forged into the streams: any order
-        )
-        out.append(pick)
-        remaining.remove(pick)
-    return out
+    """The streams' order (between snapshots it leaves unordered, creation time first)."""
+    return sorted(found, key=lambda r: (order.sort_key(r.guid), r.creation_time, r.guid))
 
 
 def _without_duplicates(
