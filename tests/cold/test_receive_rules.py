@@ -287,3 +287,33 @@ def test_streams_that_order_a_snapshot_before_itself_are_exit_2(tmp_path) -> Non
         done = zverify("cold", command, str(root))
         assert done.returncode == 2 and "not one dataset's history" in done.stderr, done
     assert len(listing(root)) == 3
+
+
+def test_m1_without_a_readable_first_record_the_end_record_names_the_stream(tmp_path) -> None:
+    """Damage in the first record, no sidecar: the last END record (GUID, checksum of the
+    whole substream) tells the stream's own parity (repaired) from parity of another stream
+    of the same size (refused)."""
+    name = "tank%2Fdata@0-@1.zfsinc"
+    real = synthetic("tank/data@1", 1001, 1000)
+    for foreign in (False, True):
+        (tmp_path / str(foreign)).mkdir()
+        root = archive(tmp_path / str(foreign), {name: real})
+        source = tmp_path / f"parity-{foreign}"
+        source.mkdir()
+        other = synthetic("tank/data@1", 2001, 1000)  # as long as the real one
+        assert len(other) == len(real)
+        (source / name).write_bytes(other if foreign else real)
+        made = run("cold", "parity", "-q", "--parity", "100", str(source), env=plain_env())
+        assert made.returncode in (0, 1), made.stdout + made.stderr
+        for parity in source.glob(f"{name}*.par2"):
+            shutil.copy(parity, root / parity.name)
+        damaged = bytearray(real)
+        damaged[20] ^= 0xFF  # inside the BEGIN record: it names nothing any more
+        (root / name).write_bytes(bytes(damaged))
+        done = run("cold", "repair", str(root), env=plain_env())
+        if foreign:
+            assert done.returncode == 2 and "last END record" in done.stdout, done.stdout
+            assert (root / name).read_bytes() == bytes(damaged)
+        else:
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert (root / name).read_bytes() == real

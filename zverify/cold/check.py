@@ -49,6 +49,8 @@ class Problem:
     message: str
     offset: int | None = None
     dataset: str | None = None  # set for problems of a dataset's chains (orphan, duplicate)
+    damage_from: int | None = None  # where the damage may begin (before offset: a checksum
+    # found at one record covers the bytes since the previous one)
 
 
 @dataclass
@@ -321,11 +323,13 @@ def _stream_problem(name: str, report: StreamReport) -> Problem:
     if first is None:
         return Problem(name, "damaged", "not a valid stream")
     if not report.readable:
-        return Problem(name, "unreadable", first.message, first.offset)
+        return Problem(name, "unreadable", first.message, first.offset, damage_from=first.offset)
     kind = {"truncated": "truncated", "not-a-stream": "not-a-stream"}.get(first.code, "damaged")
     more = len(report.problems) - 1 + report.problems_dropped
     suffix = f" (+{more} more problems)" if more else ""
-    return Problem(name, kind, f"at byte {first.offset}: {first.message}{suffix}", first.offset)
+    start = first.span[0] if first.span else first.offset
+    message = f"at byte {first.offset}: {first.message}{suffix}"
+    return Problem(name, kind, message, first.offset, damage_from=start)
 
 
 def _check_names(files: list[FileReport]) -> None:

@@ -35,6 +35,7 @@ from zverify.sendstream.format import MAGIC, RECORD_SIZE, BeginHeader, parse_beg
 from zverify.sendstream.validate import StreamReport, verify_stream
 
 _NO_LINKS = (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
+DAMAGED_COPY = "damaged"  # in the work directory: the damaged file as par2 reads it
 RESCUE_PIECE = 1 << 20  # read at once when a stream has unreadable bytes ...
 SECTOR = 4096  # ... and in these, around a piece that fails
 
@@ -95,7 +96,7 @@ def _repair_in(
         return rebuilt
     path, note = rebuilt
     first = _first_record(os.path.join(directory, f.name)) if _first_intact(f) else None
-    _prove(path, f, sidecar, first)
+    _prove(path, f, sidecar, first, os.path.join(work, DAMAGED_COPY))
     kept = _replace(directory, f, path)
     return Outcome(f.name, "repaired", f"repaired from its parity and proven{note}", kept)
 
@@ -117,7 +118,7 @@ def _rebuild(directory: str, work: str, f: FileReport) -> tuple[str, str] | Outc
     says why there is none."""
     assert f.parity is not None
     original = os.path.join(directory, f.name)
-    damaged = os.path.join(work, "damaged")
+    damaged = os.path.join(work, DAMAGED_COPY)
     note = ""
     if not f.readable:
         # par2 gives up on the first read error: it gets a copy with what could be read
@@ -197,7 +198,11 @@ def _read_around(fd: int, at: int, length: int) -> tuple[bytes, int]:
 
 
 def _prove(
-    rebuilt: str, f: FileReport, sidecar: dict[str, object] | None, first: BeginHeader | None
+    rebuilt: str,
+    f: FileReport,
+    sidecar: dict[str, object] | None,
+    first: BeginHeader | None,
+    damaged: str,
 ) -> None:
     """Raise ColdError unless the rebuilt file is the stream that was archived: a valid
     stream, the file its parity was made from, and the very stream the damaged file is (its
@@ -220,6 +225,16 @@ def _prove(
     if md5 != f.parity.md5:
         raise ColdError(f"par2 rebuilt {shown}, but not the file its parity was made from")
     wrong = _not_the_original(report, sha256, f, sidecar, first, rebuilt_first)
+    if wrong is None and first is None and (sidecar is None or "sha256" not in sidecar):
+        # nothing else names the stream: its last END record (toguid and the checksum of the
+        # whole substream) must be the damaged file's, byte for byte
+        at = report.substreams[-1].end_offset
+        if at is None or _record(rebuilt, at) != _record(damaged, at):
+            wrong = (
+                "its first record is unreadable, it has no sidecar digest, and its last END "
+                "record (GUID and checksum of the substream) is not the damaged file's, so "
+                "nothing proves which stream it was"
+            )
     if wrong:
         raise ColdError(
             f"par2 rebuilt {shown}, but not the stream it replaces: {wrong}; not replaced"
@@ -256,12 +271,16 @@ def _not_the_original(
         return f"it holds {report.size:,} bytes, the damaged file {on_disk:,}"
     if on_disk is not None and truncated and report.size <= on_disk:
         return f"it holds {report.size:,} bytes, no more than the truncated file ({on_disk:,})"
-    if first is None and (sidecar is None or "sha256" not in sidecar):
-        return (
-            "the damaged file's first record cannot be read and it has no sidecar with a "
-            "digest, so nothing proves which stream it was"
-        )
     return None
+
+
+def _record(path: str, at: int) -> bytes:
+    """The 312-byte record at offset at (unreadable sectors of a rescued copy are zeros)."""
+    fd = entries.open_regular(path)
+    try:
+        return os.pread(fd, RECORD_SIZE, at)
+    finally:
+        os.close(fd)
 
 
 def _said(h: BeginHeader | None) -> str:
@@ -271,10 +290,10 @@ def _said(h: BeginHeader | None) -> str:
 
 
 def _first_intact(f: FileReport) -> bool:
-    """Whether the check verified the damaged file's first record (its first problem lies
-    beyond it), so that the record can stand for the stream's identity."""
-    offsets = [p.offset for p in f.problems if p.offset is not None]
-    return bool(offsets) and min(offsets) >= RECORD_SIZE
+    """Whether the check verified the damaged file's first record (the damage it found
+    begins beyond it), so that the record can stand for the stream's identity."""
+    starts = [p.damage_from for p in f.problems if p.damage_from is not None]
+    return bool(starts) and min(starts) >= RECORD_SIZE
 
 
 def _first_record(path: str) -> BeginHeader | None:
