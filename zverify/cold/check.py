@@ -279,18 +279,15 @@ def _resume_problem(name: str, s: Substream) -> Problem:
 
 def _step(s: Substream) -> Step:
     """A substream as the chain model reads it: GUIDs and the flags receive rules look at."""
-    raw = bool(s.features & Feature.RAW)
     return Step(
         s.dataset,
         s.fromguid,
         s.toguid,
         s.toname.partition("@")[2],
         s.creation_time,
-        raw=raw,
+        raw=bool(s.features & Feature.RAW),
         large_blocks=bool(s.features & Feature.LARGE_BLOCKS),
         resuming=bool(s.features & Feature.RESUMING),
-        compressed=bool(s.features & Feature.COMPRESSED) and not raw,
-        embedded=bool(s.features & Feature.EMBED_DATA),
         unsupported=_unsupported(s),
     )
 

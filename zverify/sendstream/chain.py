@@ -59,8 +59,6 @@ class Step:
     raw: bool = False  # feature RAW: `zfs send -w` of an encrypted dataset
     large_blocks: bool = False  # feature LARGE_BLOCKS: -L (or -w) with blocks > 128 KiB
     resuming: bool = False  # feature RESUMING: `zfs send -t`
-    compressed: bool = False  # feature COMPRESSED without RAW: -c
-    embedded: bool = False  # feature EMBED_DATA: -e
     unsupported: str = ""  # why no restore can receive it (dedup, clone, redacted...)
 
     @property
