@@ -103,6 +103,18 @@ def test_usage_errors_are_said_once(rich_tree: Path, tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stderr.count("No such option") == 1, done.stderr
 
 
+def test_a_slow_rank_0_still_says_the_usage_error(rich_tree: Path) -> None:
+    """Rank 0 starts two seconds after the others (an MPMD launch with a sleep in front of
+    it): the quiet ranks must not end the job before rank 0 has printed its line."""
+    line = [console_script(), "compare", "--mpi", "--no-such-option", str(rich_tree), "."]
+    slow = ["sh", "-c", 'sleep 2; exec "$@"', "sh", *line]
+    argv = ["mpirun", "--oversubscribe", "-n", "1", *slow, ":", "-n", "2", *line]
+    done = subprocess.run(
+        argv, env=environment(), capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
+    )
+    assert done.returncode == 2 and done.stderr.count("No such option") == 1, done.stderr
+
+
 def test_without_mpi4py_mpi_is_a_usage_error(tmp_path: Path, rich_tree: Path) -> None:
     fake = tmp_path / "mpi4py"
     fake.mkdir()

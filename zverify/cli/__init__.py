@@ -191,13 +191,19 @@ def _framework_exit(err: SystemExit) -> int:
 
 def _usage_error(err: BaseException) -> int:
     if "--mpi" in sys.argv and _other_mpi_rank():
-        return exitcodes.TROUBLE  # every rank parsed the same line: rank 0 says it once
+        # Every rank parsed the same line, so rank 0 fails the same way: it says it once and
+        # its 2 is the job's status. A non-zero exit here would let mpirun abort the job
+        # before rank 0 had printed its line (seen on a loaded 2-core machine).
+        return _LEFT_TO_RANK_0
     text = err.format_message()  # type: ignore[attr-defined]
     if type(err).__name__ == "NoArgsIsHelpError":
         if text.strip():  # older click puts the help here; newer typer printed it already
             print(text, file=sys.stderr)
         return exitcodes.TROUBLE
     return _fail(f"{text} (see --help)", exitcodes.TROUBLE)
+
+
+_LEFT_TO_RANK_0 = 0  # not a verdict: the launcher reports the first non-zero rank's status
 
 
 def _other_mpi_rank() -> bool:
