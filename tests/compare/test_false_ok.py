@@ -124,7 +124,9 @@ def test_ignored_kinds_are_named_in_the_verdict(tree: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to set trusted.* and drop privileges")
-def test_trusted_xattrs_invisible_without_cap_sys_admin_are_named(tmp_path: Path) -> None:
+def test_trusted_xattrs_invisible_without_cap_sys_admin_are_not_verified(tmp_path: Path) -> None:
+    """Review 3, H5: profile full promises xattrs; a process that cannot see trusted.* has not
+    shown them equal, so the run is INCOMPLETE (exit 2) until the user narrows the check."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     write(src / "f", b"d\n")
     os.setxattr(src / "f", "trusted.overlay.opaque", b"y")
@@ -136,10 +138,33 @@ def test_trusted_xattrs_invisible_without_cap_sys_admin_are_named(tmp_path: Path
     drop = ["setpriv", "--bounding-set", "-sys_admin", console_script(), "compare"]
     blind = subprocess.run([*drop, "--json", str(src), str(dst)], capture_output=True, text=True)
     doc = json.loads(blind.stdout)
+    assert blind.returncode == 2 and doc["exit_code"] == 2 and doc["identical"] is False
     assert doc["unverifiable"] == ["trusted.* xattrs"] and doc["differences"] == []
     text = subprocess.run([*drop, "-q", str(src), str(dst)], capture_output=True, text=True)
+    assert text.returncode == 2 and text.stdout.startswith("INCOMPLETE: 0 differences")
     assert "trusted.* xattrs not readable by this process: not compared" in text.stdout
+    assert "--ignore xattr" in text.stdout  # the way out is named
+    # narrowing the profile explicitly is the user's statement that xattrs do not matter
+    for narrow in (["--ignore", "xattr"], ["--profile", "rsync-aH"]):
+        done = subprocess.run([*drop, "-q", *narrow, str(src), str(dst)], capture_output=True)
+        assert done.returncode == 0, (narrow, done.stdout)
     assert compare_json(str(src), str(dst))[1]["unverifiable"] == []  # root sees them all
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to set trusted.* and drop privileges")
+def test_trusted_xattrs_unseen_by_a_manifest_writer_are_not_verified(tmp_path: Path) -> None:
+    """A manifest written without CAP_SYS_ADMIN lacks trusted.*: comparing to it under
+    profile full is not verified either, and a differing DST is never better than 2."""
+    src = tmp_path / "src"
+    write(src / "f", b"d\n")
+    manifest = tmp_path / "m.zvm"
+    drop = ["setpriv", "--bounding-set", "-sys_admin", console_script()]
+    subprocess.run([*drop, "manifest", "-q", str(src), "-o", str(manifest)], check=True)
+    done = zverify("compare", "-q", str(manifest), str(src))
+    assert done.returncode == 2 and "when the manifest was written" in done.stdout
+    assert zverify("compare", "-q", "--ignore", "xattr", str(manifest), str(src)).returncode == 0
+    write(src / "f", b"changed\n")
+    assert zverify("compare", "-q", str(manifest), str(src)).returncode == 2
 
 
 def test_root_that_is_not_utf8_is_escaped_in_text_and_json(tree: Path, tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ class CompareResult(EngineResult):
 
     @property
     def identical(self) -> bool:
-        return self.total == 0
+        """No difference, and nothing the profile compares was hidden from this process."""
+        return self.total == 0 and not self.unverifiable
 
     @property
     def total(self) -> int:
@@ -48,5 +49,8 @@ class CompareResult(EngineResult):
 
     @property
     def exit_code(self) -> int:
-        unverified = self.unverified_count > 0
-        return exitcodes.verdict(unverified=unverified, different=not self.identical)
+        # A namespace the profile compares but this process cannot see (trusted.* xattrs
+        # without CAP_SYS_ADMIN) leaves the profile's promise unproven: not verified, like
+        # an unreadable entry.  `--ignore xattr` or a narrower profile is the user's way out.
+        unverified = self.unverified_count > 0 or bool(self.unverifiable)
+        return exitcodes.verdict(unverified=unverified, different=self.total > 0)

@@ -47,7 +47,7 @@ def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
             return _listed(name, path, _read(path, parse_bag, first, stream), "a BagIt bag")
         if mtree.looks_like_spec(first):
             return _listed(name, path, _read(path, mtree.parse, first, stream), "an mtree spec")
-        return _native(name, NativeManifest(path, stream, first, keep_xattrs))
+        return _native(name, NativeManifest(path, stream, first, keep_xattrs), keep_xattrs)
     except BaseException:
         stream.close()
         raise
@@ -87,7 +87,7 @@ def _listed(name: str, path: str, spec: Listing, what: str) -> Side:
     )
 
 
-def _native(name: str, manifest: NativeManifest) -> Side:
+def _native(name: str, manifest: NativeManifest, keep_xattrs: bool) -> Side:
     header = manifest.header
     lacking = {} if header.xattrs else {DiffKind.XATTR: "the manifest was written without them"}
     notes = [
@@ -107,7 +107,11 @@ def _native(name: str, manifest: NativeManifest) -> Side:
         close=manifest.close,
         algorithm=header.algorithm,
         lacking=lacking,
-        unverifiable=[f"{u} (when the manifest was written)" for u in header.unverifiable],
+        unverifiable=(
+            [f"{u} (when the manifest was written)" for u in header.unverifiable]
+            if keep_xattrs
+            else []  # xattrs are not compared: what the writer could not see does not matter
+        ),
         notes=notes,
         one_file_system=header.one_file_system,
         filter=header.filter,

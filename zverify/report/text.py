@@ -4,6 +4,7 @@ TextStream), a summary, and the size table that explains why `du` differs."""
 import os
 from collections.abc import Callable
 
+from zverify import exitcodes
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import CODES, PROFILES
 from zverify.compare.result import CompareResult
@@ -38,11 +39,13 @@ def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
 
 def _verdict(result: CompareResult) -> str:
     if result.identical:
-        return f"IDENTICAL under {_checks(result)}{_unverifiable(result)}{_narrowed(result)}"
-    counts = ", ".join(f"{k} {n:,}" for k, n in sorted(result.counts.items()))
-    word = "INCOMPLETE" if result.unverified_count else "DIFFERENT"
+        return f"IDENTICAL under {_checks(result)}{_narrowed(result)}"
+    word = "INCOMPLETE" if result.exit_code == exitcodes.TROUBLE else "DIFFERENT"
     total = result.total
-    return f"{word}: {total:,} difference{'s' * (total != 1)} ({counts}){_narrowed(result)}"
+    found = f"{total:,} difference{'s' * (total != 1)}"
+    if total:
+        found += f" ({', '.join(f'{k} {n:,}' for k, n in sorted(result.counts.items()))})"
+    return f"{word}: {found}{_unverifiable(result)}{_narrowed(result)}"
 
 
 def _narrowed(result: CompareResult) -> str:
@@ -73,7 +76,11 @@ def filter_line(result: CompareResult) -> list[str]:
 def _unverifiable(result: CompareResult) -> str:
     if not result.unverifiable:
         return ""
-    return f" ({', '.join(result.unverifiable)} not readable by this process: not compared)"
+    hidden = ", ".join(result.unverifiable)
+    return (
+        f" ({hidden} not readable by this process: not compared under {_checks(result)}; "
+        "run as root, or narrow the check with --ignore xattr)"
+    )
 
 
 def _checks(result: CompareResult) -> str:
