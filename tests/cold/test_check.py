@@ -145,6 +145,24 @@ def test_a_name_that_lies_is_reported_and_the_stream_still_counts(tmp_path: Path
     assert restorable(doc)["s2"] == [FULL_S1, "zv%2Ffs@s7-@s9.zfsinc"]  # by GUID, not name
 
 
+def test_a_replication_package_is_named_after_its_top_dataset(tmp_path: Path) -> None:
+    """Review 3, L1: a -R package named for its top dataset was held against its last
+    substream (the child) and reported as a name-mismatch, making check exit 1."""
+    package = "replicate_R_fs_s2.zstream"
+    root = archive(tmp_path, **{"zv%2Ffs@s2.zfsfull": package})
+    code, doc = check(root)
+    assert code == 0 and problems(doc) == set()
+    assert set(restorable(doc, "zv/fs/child")) == {"s1", "s2"}
+    shutil.rmtree(root)
+    root = archive(tmp_path, **{"zv%2Fother@s2.zfsfull": package, "zv%2Ffs@s1.zfsfull": package})
+    code, doc = check(root)
+    lies = {(f, k) for f, k in problems(doc) if k == "name-mismatch"}
+    assert code == 1 and lies == {
+        ("zv%2Fother@s2.zfsfull", "name-mismatch"),  # carries no zv/other
+        ("zv%2Ffs@s1.zfsfull", "name-mismatch"),  # zv/fs ends at @s2
+    }
+
+
 def test_sidecars_must_agree_with_their_streams(tmp_path: Path) -> None:
     root = archive(tmp_path, FULL_S1, INC_S1_S2, INC_S2_S3)
     size = (root / FULL_S1).stat().st_size

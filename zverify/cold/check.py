@@ -338,7 +338,12 @@ def _check_names(files: list[FileReport]) -> None:
         claimed = names.parse(f.name)
         if claimed is None or f.archived is None:
             continue
-        first, last = f.archived.steps[0], f.archived.steps[-1]
+        # A -R package carries several datasets: its name speaks for the one it names (its
+        # top dataset, by the convention), so only that dataset's steps are held against it.
+        steps = f.archived.steps
+        named = claimed.dataset if any(s.dataset == claimed.dataset for s in steps) else None
+        own = [s for s in steps if s.dataset == (named or steps[0].dataset)]
+        first, last = own[0], own[-1]
         actual_from = snapshot_of.get((first.dataset, first.from_guid)) if first.from_guid else None
         mismatches = []
         if claimed.dataset != last.dataset:
