@@ -125,6 +125,23 @@ def test_netbsd_mtree_spec_reads_back(tree: Path, copy: Path, tmp_path: Path) ->
     ]
 
 
+def test_a_spec_without_files_lacks_no_content(tmp_path: Path) -> None:
+    """Review 3, L6: a tree of only a symlink and a FIFO has no content to lack; the spec
+    was refused under every profile that reads content ("not every file has a digest")."""
+    mtree = _need("mtree")
+    tree = tmp_path / "t"
+    tree.mkdir()
+    os.symlink("target", tree / "link")
+    os.mkfifo(tree / "fifo")
+    spec = tmp_path / "spec"
+    made = subprocess.run([mtree, "-c", "-K", "sha256", "-p", str(tree)], capture_output=True)
+    spec.write_bytes(made.stdout)
+    assert compare(spec, tree, "--profile", "content")[0] == 0
+    write(tree / "new", b"x")
+    code, doc = compare(spec, tree, "--profile", "content")
+    assert code == 1 and [(d["path"], d["kind"]) for d in doc["differences"]] == [("new", "extra")]
+
+
 def test_libarchive_spec_with_inodes_tells_hardlinks(
     tree: Path, copy: Path, tmp_path: Path
 ) -> None:

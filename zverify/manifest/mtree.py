@@ -299,7 +299,8 @@ def _lacking(
         )
 
     lacking: dict[DiffKind, str] = {DiffKind.XATTR: "mtree records no xattrs or ACLs"}
-    if algorithm is None:
+    has_files = any(kw.get("type", "file") == "file" for kw in all_keywords)
+    if algorithm is None and has_files:  # no files: no content to lack (review 3, L6)
         lacking[DiffKind.CONTENT] = "not every file has a digest of one algorithm"
     if not every("mode", {"file", "dir", "fifo", "socket", "char", "block"}):
         lacking[DiffKind.MODE] = "not every entry has mode="
