@@ -61,6 +61,15 @@ DAMAGE: dict[str, tuple[Callable[[bytes], bytes], str]] = {
         "line 8: entries out",
     ),
     "other version": (_version, "line 1: format version 2"),
+    # review 3, L5: JSON true and 1.0 equal 1 in Python, and were read as version 1
+    "version true": (
+        lambda d: d.replace(b'"zverify_manifest":1,', b'"zverify_manifest":true,', 1),
+        "format version True",
+    ),
+    "version 1.0": (
+        lambda d: d.replace(b'"zverify_manifest":1,', b'"zverify_manifest":1.0,', 1),
+        "format version 1.0",
+    ),
     "not JSON": (lambda d: b"path size\n" + d, "line 1: not a zverify manifest"),
     "empty": (lambda d: b"", "line 1: empty file"),
     "non-ASCII byte": (lambda d: d.replace(b"readme.txt", b"readme\xff.txt", 1), "ASCII JSON"),

@@ -160,7 +160,7 @@ class NativeManifest:
         if not isinstance(obj, dict) or FORMAT_KEY not in obj:
             raise self._error(f"not a zverify manifest (no {FORMAT_KEY!r} in the header)")
         version = obj[FORMAT_KEY]
-        if version != VERSION:
+        if type(version) is not int or version != VERSION:  # true and 1.0 equal 1 in Python
             raise self._error(
                 f"format version {version!r}; this zverify reads version {VERSION} only"
             )
