@@ -121,4 +121,22 @@ def _has_capability(bit: int) -> bool:
                     return bool(int(line.split()[1], 16) >> bit & 1)
     except (OSError, ValueError, IndexError):
         pass
-    return False  # cannot tell: say it may not be readable, never claim it was compared
+    return _capget_effective(bit)  # no /proc (a chroot, an initramfs): ask the kernel
+
+
+def _capget_effective(bit: int) -> bool:
+    """capget(2) for this process; False when it cannot tell (then the namespace is said to
+    be unreadable: never claim something was compared that may not have been)."""
+    import ctypes  # only without /proc: ctypes costs start-up time
+
+    version_3 = 0x20080522  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words per set
+    header = (ctypes.c_uint32 * 2)(version_3, 0)  # {version, pid 0: this process}
+    data = (ctypes.c_uint32 * 6)()  # 2 x {effective, permitted, inheritable}
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.capget(header, data) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    effective = data[0] | data[3] << 32
+    return bool(effective >> bit & 1)

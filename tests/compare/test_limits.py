@@ -236,6 +236,16 @@ def test_without_proc_symlinks_and_fifos_are_still_compared(tmp_path: Path) -> N
         pytest.skip(f"cannot hide /proc here: {done.stderr.strip()}")
     doc = json.loads(done.stdout)
     assert done.returncode == 1 and doc["counts"] == {"symlink": 1, "xattr": 1}, doc
+    assert doc["unverifiable"] == []  # root, told by capget(2) when /proc is gone
+    drop = ["setpriv", "--bounding-set", "-sys_admin"]
+    blind = subprocess.run(
+        [*hide_proc, "sh", *drop, console_script(), "compare", "--json", str(src), str(dst)],
+        capture_output=True,
+        text=True,
+    )
+    assert blind.returncode == 2 and json.loads(blind.stdout)["unverifiable"] == [
+        "trusted.* xattrs"
+    ], blind.stderr
     # no mount table either: the filesystem type comes from statfs(2)
     expected = subprocess.run(["stat", "-f", "-c", "%T", str(src)], capture_output=True, text=True)
     fs_type = doc["sizes"]["src"]["filesystem"]["type"]
