@@ -18,14 +18,13 @@ listed, never read as a stream.
 """
 
 import errno
-import json
 import os
 import shlex
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from zverify import exitcodes
+from zverify import boundedjson, exitcodes
 from zverify.cold import entries, lock, names, parity
 from zverify.cold.entries import Identity
 from zverify.cold.parity import Parity
@@ -413,10 +412,10 @@ def _check_parity(
 
 def read_sidecar(path: str, expect: Identity | None = None) -> object:
     """The JSON value of a sidecar (a regular file, never followed).  Raises OSError,
-    ValueError or entries.Changed."""
+    ValueError (also for JSON nested too deeply to parse) or entries.Changed."""
     fd = entries.open_regular(path, expect)
     try:
-        return json.loads(os.read(fd, 1 << 20))
+        return boundedjson.loads(os.read(fd, 1 << 20))
     finally:
         os.close(fd)
 

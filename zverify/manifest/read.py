@@ -7,7 +7,6 @@ order, an unknown version or a malformed line raises ManifestError naming the li
 ends the comparison with exit 2 whatever had been compared so far.
 """
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any, BinaryIO
 
 import blake3
 
+from zverify import boundedjson
 from zverify.entry import Entry
 from zverify.errors import ManifestError
 from zverify.filters import Filter
@@ -112,11 +112,11 @@ class NativeManifest:
 
     def _decode(self, raw: bytes) -> dict[str, Any]:
         try:
-            obj = json.loads(raw.decode("ascii"))
-        except (UnicodeDecodeError, ValueError):
+            obj = boundedjson.loads(raw.decode("ascii"))
+        except boundedjson.TooDeep as err:  # [[[[... : no line zverify writes nests 3 deep
+            raise self._error(str(err)) from None
+        except ValueError:  # UnicodeDecodeError too
             raise self._error("not a line of ASCII JSON") from None
-        except RecursionError:  # [[[[... : no line zverify writes nests more than 3 deep
-            raise self._error("JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise self._error("not a JSON object")
         if "end" not in obj:
@@ -154,8 +154,8 @@ class NativeManifest:
                 raise self._error(reason)
             raise self._error("truncated: the header line has no newline")
         try:
-            obj = json.loads(first.decode("ascii"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
+            obj = boundedjson.loads(first.decode("ascii"))
+        except ValueError:  # UnicodeDecodeError and boundedjson.TooDeep too
             raise self._error("not a zverify manifest (the first line is not JSON)") from None
         if not isinstance(obj, dict) or FORMAT_KEY not in obj:
             raise self._error(f"not a zverify manifest (no {FORMAT_KEY!r} in the header)")
