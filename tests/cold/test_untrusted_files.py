@@ -5,6 +5,10 @@ unreadable file, never crash a command or stall it."""
 
 from __future__ import annotations
 
+import json
+import struct
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +53,33 @@ def test_the_json_report_names_the_sidecar(tmp_path: Path) -> None:
     (problem,) = file_doc(doc, FULL)["problems"]
     assert code == 1 and problem["kind"] == "sidecar-mismatch"
     assert problem["message"].startswith(f"{FULL}.json cannot be read"), problem
+
+
+# -- M2: parity whose packet headers each claim the rest of the file ------------------------
+
+
+def hostile_parity(size: int) -> bytes:
+    """Packet headers every 64 bytes, each with a length that ends exactly at the end of the
+    file and a wrong MD5: a reader that hashes each claimed packet hashes size**2/128 bytes."""
+    out = bytearray()
+    while len(out) < size:
+        length = size - len(out)
+        out += struct.pack("<8sQ16s16s16s", b"PAR2\0PKT", length, bytes(16), bytes(16), bytes(16))
+    return bytes(out)
+
+
+def test_hostile_parity_is_read_in_linear_time(tmp_path: Path) -> None:
+    """8 MiB of such headers: the quadratic scan hashed 512 GiB (about 20 minutes); a linear
+    one reads a few times 8 MiB.  The bound is generous for a shared, slow machine."""
+    root = archive(tmp_path, 10)
+    (root / f"{FULL}.vol999+1.par2").write_bytes(hostile_parity(8 << 20))
+    start = time.monotonic()
+    try:
+        done = run("cold", "check", "-q", "--json", str(root), env=plain_env(), timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("cold check ran over 60 s on 8 MiB of hostile parity")
+    took = time.monotonic() - start
+    doc = json.loads(done.stdout)
+    parity = file_doc(doc, FULL)["parity"]
+    assert done.returncode == 1 and parity["damaged_bytes"] >= 8 << 20, parity
+    print(f"cold check: {took:.1f} s on 8 MiB of hostile parity")

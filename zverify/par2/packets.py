@@ -8,6 +8,12 @@ whose MD5 does not match is damaged: it is skipped, the next magic is searched f
 byte (as par2 itself does), and everything else still counts.  Nothing here ever believes a
 length before the packet's MD5 proved it, and no packet is held in memory whole (a recovery
 packet is one block of the stream: up to hundreds of MB).
+
+Proving a packet means hashing the length its header claims, and a damaged header may claim
+the rest of the file: a file of such headers, one every 64 bytes, would cost its size squared
+over 128 bytes of MD5.  So the bytes hashed per file are bounded (HASH_BUDGET): an intact
+file is hashed once, a damaged one about once more per header whose length was corrupted;
+a header beyond the budget is not proven, so its bytes count as damage.
 """
 
 import hashlib
@@ -23,6 +29,7 @@ FILE_DESCRIPTION = b"PAR 2.0\0FileDesc"
 RECOVERY_SLICE = b"PAR 2.0\0RecvSlic"
 CHUNK = 1 << 20
 SMALL_BODY = 1 << 20  # main and file-description packets are read whole up to this size
+HASH_BUDGET = (3, 1 << 20)  # bytes of MD5 per file: at most 3 * its size + 1 MiB
 
 
 @dataclass(frozen=True)
@@ -102,9 +109,11 @@ class _Packet:
 
 def _packets(name: str, fd: int) -> Iterator[_Packet]:
     size = os.fstat(fd).st_size
+    per_byte, extra = HASH_BUDGET
+    budget = [per_byte * size + extra]  # what _packet_at may still hash
     at = 0
     while at < size:
-        packet = _packet_at(fd, at, size)
+        packet = _packet_at(fd, at, size, budget)
         if packet is None:
             following = _next_magic(fd, at + 1, size)
             yield _Packet(at, following - at, damaged=True)
@@ -114,14 +123,18 @@ def _packets(name: str, fd: int) -> Iterator[_Packet]:
             at += packet.length
 
 
-def _packet_at(fd: int, at: int, size: int) -> _Packet | None:
-    """The intact packet that starts at byte at, or None."""
+def _packet_at(fd: int, at: int, size: int, budget: list[int]) -> _Packet | None:
+    """The intact packet that starts at byte at, or None (also when proving it would hash
+    more than budget[0] bytes, which is reduced by what is hashed)."""
     head = os.pread(fd, HEADER.size, at)
     if len(head) < HEADER.size:
         return None
     magic, length, md5, set_id, kind = HEADER.unpack(head)
     if magic != MAGIC or length < HEADER.size or length % 4 or at + length > size:
         return None
+    if length - 32 > budget[0]:
+        return None
+    budget[0] -= length - 32
     digest = hashlib.md5(head[32:], usedforsecurity=False)
     keep = kind in (MAIN, FILE_DESCRIPTION) and length - HEADER.size <= SMALL_BODY
     body = bytearray()
@@ -146,10 +159,12 @@ def _packet_at(fd: int, at: int, size: int) -> _Packet | None:
 
 
 def _next_magic(fd: int, at: int, size: int) -> int:
-    """The offset of the next packet magic at or after at, or size."""
+    """The offset of the next packet magic at or after at, or size.  Reads grow from 4 KiB,
+    so that finding a magic d bytes on costs O(d), not a whole CHUNK each time."""
     carry = b""
+    want = 4096
     while at < size:
-        chunk = os.pread(fd, CHUNK, at)
+        chunk = os.pread(fd, want, at)
         if not chunk:
             return size
         window = carry + chunk
@@ -158,6 +173,7 @@ def _next_magic(fd: int, at: int, size: int) -> int:
             return at - len(carry) + found
         carry = window[-(len(MAGIC) - 1) :]
         at += len(chunk)
+        want = min(2 * want, CHUNK)
     return size
 
 
