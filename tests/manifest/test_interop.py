@@ -195,16 +195,91 @@ def test_sha256sum_checks_the_odd_names(tree: Path, copy: Path, tmp_path: Path) 
     assert bad.returncode == 1 and b"leaf.bin: FAILED" in bad.stdout
 
 
-def test_b3sum_checks_every_utf8_name(tree: Path, copy: Path, tmp_path: Path) -> None:
+def test_b3sum_checks_every_utf8_name_and_fails_the_others(
+    tree: Path, copy: Path, tmp_path: Path
+) -> None:
     b3sum = _need("b3sum")
     sums = tmp_path / "B3SUMS"
-    said = export(tree, sums, "b3sum")
-    assert "1 entries left out (b3sum checks UTF-8 names only): odd/bad-\\xff-utf8" in said
+    done = run("manifest", "-q", "--format", "b3sum", str(tree), "-o", str(sums))
+    said = done.stderr.decode()
+    assert done.returncode == 2, said
+    assert "1 file names `b3sum -c` cannot check (1 not UTF-8)" in said
+    assert "odd/bad-\\xff-utf8" in said
+    utf8 = [p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
+    utf8 = [p for p in utf8 if b"\xff" not in os.fsencode(p)]
     ok = subprocess.run([b3sum, "-c", str(sums)], cwd=copy, capture_output=True)
-    assert ok.returncode == 0, ok.stdout.decode() + ok.stderr.decode()
+    assert ok.returncode == 1 and ok.stdout.count(b": OK\n") == len(utf8), ok.stdout.decode()
+    assert b"Unicode replacement character" in ok.stderr  # the one it cannot check fails
     MUTATIONS["truncation"][0](copy)
     bad = subprocess.run([b3sum, "-c", str(sums)], cwd=copy, capture_output=True)
     assert bad.returncode == 1 and b"bin/tool: FAILED" in bad.stdout
+
+
+def _names_tree(root: Path, names: list[bytes]) -> Path:
+    root.mkdir()
+    for name in names:
+        with open(os.path.join(os.fsencode(root), name), "wb") as f:
+            f.write(b"good " + name + b"\n")
+    return root
+
+
+def _corrupt_all(root: Path) -> None:
+    for entry in os.scandir(os.fsencode(root)):
+        with open(entry.path, "ab") as f:
+            f.write(b"CORRUPT\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        (b"bad\xffname", "not UTF-8"),  # adversarial-3 M5: left out, exit 0, -c passed
+        (b"cr\rname", "holds a carriage return"),  # b3sum knows only the \\ and \n escapes
+        ("u\ufffdname".encode(), "holds U+FFFD"),  # b3sum -c refuses it in any path
+    ],
+)
+def test_a_name_b3sum_cannot_check_is_exit_2_and_fails_its_check(
+    tmp_path: Path, name: bytes, why: str
+) -> None:
+    b3sum = _need("b3sum")
+    root = _names_tree(tmp_path / "t", [name, b"plain"])
+    sums = tmp_path / "B3SUMS"
+    done = run("manifest", "-q", "--format", "b3sum", str(root), "-o", str(sums))
+    said = done.stderr.decode()
+    assert done.returncode == 2 and f"cannot check (1 {why})" in said, said
+    intact = subprocess.run([b3sum, "-c", str(sums)], cwd=root, capture_output=True)
+    assert intact.returncode == 1 and b"plain: OK" in intact.stdout
+    _corrupt_all(root)
+    corrupted = subprocess.run([b3sum, "-c", str(sums)], cwd=root, capture_output=True)
+    assert corrupted.returncode == 1 and b"plain: FAILED" in corrupted.stdout
+
+
+@pytest.mark.parametrize("fmt", ["sha256sum", "b3sum"])
+def test_every_file_is_checked_by_the_real_tool(tmp_path: Path, fmt: str) -> None:
+    """Names each tool can check, the awkward ones included: every file gets its OK, and a
+    change to any one of them fails.  `-` is written `./-`: `-c` reads `-` from stdin, where
+    it passed with the file's old content."""
+    tool = _need(fmt)
+    names = [b"-", b" lead", b"trail ", b"*star", b"back\\slash", b"new\nline", b"tab\tx"]
+    names += ["caf\u00e9".encode(), b"-c"]
+    if fmt == "sha256sum":
+        names += [b"bad\xffname", b"cr\rname", "u\ufffdname".encode()]
+    root = _names_tree(tmp_path / "t", names)
+    sums = tmp_path / "SUMS"
+    done = run("manifest", "-q", "--format", fmt, str(root), "-o", str(sums))
+    assert done.returncode == 0, done.stderr.decode()
+    old = (root / "-").read_bytes()
+    ok = subprocess.run([tool, "-c", str(sums)], cwd=root, capture_output=True, input=old)
+    assert ok.returncode == 0 and ok.stdout.count(b": OK\n") == len(names), ok
+    for name in names:
+        path = os.path.join(os.fsencode(root), name)
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path, "ab") as f:
+            f.write(b"x")
+        bad = subprocess.run([tool, "-c", str(sums)], cwd=root, capture_output=True, input=old)
+        assert bad.returncode == 1 and bad.stdout.count(b": OK\n") == len(names) - 1, name
+        with open(path, "wb") as f:
+            f.write(data)
 
 
 # --------------------------------------------------------------------------- hashdeep

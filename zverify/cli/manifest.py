@@ -44,8 +44,9 @@ def manifest(
 ) -> int:
     """Record TREE in a manifest, to compare it later or elsewhere with `zverify compare`.
 
-    Exit 0 when every entry was read, 2 when any could not be (they are recorded as
-    errors, and any comparison against them will exit 2 too)."""
+    Exit 0 when every entry was read and written, 2 when any could not be read (they are
+    recorded as errors, and any comparison against them will exit 2 too) or a checkfile
+    line cannot be checked by its tool (b3sum: names not UTF-8)."""
     # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.filtering import selected
     from zverify.cli.options import check_threads
@@ -78,10 +79,11 @@ def manifest(
         )
     if summary.dropped:
         print(f"zverify: --format {fmt} cannot express {summary.dropped}", file=sys.stderr)
-    if summary.left_out:
+    if summary.uncheckable:
+        why = ", ".join(f"{n:,} {reason}" for reason, n in summary.uncheckable_why.items())
         print(
-            f"zverify: {len(summary.left_out):,} entries left out ({summary.left_out_why}): "
-            + _listed(summary.left_out),
+            f"zverify: {len(summary.uncheckable):,} file names `{fmt} -c` cannot check ({why}); "
+            f"their lines make it fail: {_listed(summary.uncheckable)}",
             file=sys.stderr,
         )
     if summary.unreadable:
@@ -90,6 +92,7 @@ def manifest(
             f"as errors: {_listed(summary.unreadable)}",
             file=sys.stderr,
         )
+    if summary.unreadable or summary.uncheckable:
         return exitcodes.TROUBLE
     return exitcodes.IDENTICAL
 

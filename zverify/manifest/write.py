@@ -36,8 +36,9 @@ BATCH_LINES = 2048  # lines hashed and written at once
 class WriteSummary:
     entries: int = 0
     unreadable: list[bytes] = field(default_factory=list)  # errors and changed-while-read
-    left_out: list[bytes] = field(default_factory=list)  # entries the format cannot hold
-    left_out_why: str = ""
+    # entries written, but as lines the format's checker can only fail (see checkfile.py)
+    uncheckable: list[bytes] = field(default_factory=list)
+    uncheckable_why: dict[str, int] = field(default_factory=dict)  # reason: count
     dropped: str = ""  # attributes the format cannot express
     excluded: int = 0  # entries the filter left out (an excluded directory once)
 
@@ -178,10 +179,8 @@ class CheckfileWriter:
 
     def __init__(self, out: BinaryIO, fmt: str) -> None:
         self._out = out
-        self._utf8_only = fmt == "b3sum"
+        self._fmt = fmt
         self.summary = WriteSummary(dropped=checkfile.DROPPED)
-        if self._utf8_only:
-            self.summary.left_out_why = "b3sum checks UTF-8 names only"
 
     def add_batch(self, batch: list[Entry]) -> None:
         for entry in batch:
@@ -191,12 +190,13 @@ class CheckfileWriter:
         self.summary.entries += 1
         if entry.error is not None or entry.changed is not None:
             self.summary.unreadable.append(entry.path)
-        line = checkfile.check_line(entry)
+        line = checkfile.check_line(entry, self._fmt)
         if line is None:
             return
-        if self._utf8_only and not checkfile.utf8(entry.path):
-            self.summary.left_out.append(entry.path)
-            return
+        why = checkfile.uncheckable(entry, self._fmt)
+        if why is not None:
+            self.summary.uncheckable.append(entry.path)
+            self.summary.uncheckable_why[why] = self.summary.uncheckable_why.get(why, 0) + 1
         self._out.write(line)
 
     def finish(self) -> None:
