@@ -284,11 +284,15 @@ def test_any_tag_file_encoding_and_line_end(tmp_path: Path, encoding: str, newli
     assert zverify_verdict(bag) in (1, 2)  # md5 (checked first, exit 2) or compare's sha256
 
 
-def test_an_unknown_encoding_is_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoding", ["base64", "no-such", "utf\x008"])
+def test_an_unknown_encoding_is_exit_2(tmp_path: Path, encoding: str) -> None:
+    """base64 is a codec but no text encoding; a NUL made codecs.lookup raise ValueError
+    (found by bench/fuzz_parsers.py)."""
     bag = hand_bag(tmp_path / "bag", {"a": b"one"})
-    (bag / "bagit.txt").write_text("BagIt-Version: 1.0\nTag-File-Character-Encoding: base64\n")
+    declaration = f"BagIt-Version: 1.0\nTag-File-Character-Encoding: {encoding}\n"
+    (bag / "bagit.txt").write_text(declaration)
     message = compare_fails(bag / "bagit.txt", bag / "data", "--profile", "content")
-    assert "line 2: Tag-File-Character-Encoding 'base64': no such encoding" in message
+    assert f"line 2: Tag-File-Character-Encoding {encoding!r}: no such encoding" in message
 
 
 @pytest.mark.parametrize(
@@ -388,3 +392,16 @@ def test_zverify_agrees_with_bagit_python(
     elif damage == "tag file":
         (bag / "bag-info.txt").write_text((bag / "bag-info.txt").read_text() + "X-Y: z\n")
     assert (zverify_verdict(bag) == 0) == oracle(bag) == (damage == "none")
+
+
+def test_hostile_tag_text_is_a_damaged_bag(tmp_path: Path) -> None:
+    """Values Python itself refuses: an Oxum past int()'s 4300 digits, a name a codec decodes
+    to a lone surrogate (no file name can hold it)."""
+    bag = hand_bag(tmp_path / "oxum", {"a": b"one"}, info=f"Payload-Oxum: {'9' * 5000}.1\n")
+    message = compare_fails(bag / "bagit.txt", bag / "data", "--profile", "content")
+    assert "bag-info.txt: Payload-Oxum '999" in message and "is not octets.count" in message
+    bag = hand_bag(tmp_path / "surrogate", {"a": b"one"}, encoding="raw_unicode_escape")
+    (bag / "manifest-sha256.txt").write_bytes(b"0" * 64 + b"  data/\\ud800x\n")
+    retag(bag)
+    message = compare_fails(bag / "bagit.txt", bag / "data", "--profile", "content")
+    assert "manifest-sha256.txt line 1: '\\ud800x' is no file name" in message

@@ -133,14 +133,14 @@ def _declaration(data: bytes) -> tuple[bool, str]:
     except UnicodeDecodeError:
         raise BagError("bagit.txt", None, "not UTF-8") from None
     tags = dict(_tag_values(_tags("bagit.txt", enumerate(_BREAK.split(text), 1), False)))
-    version = re.fullmatch(r"(\d+)\.(\d+)", tags.get("BagIt-Version", ""))
+    version = re.fullmatch(r"([0-9]{1,9})\.([0-9]{1,9})", tags.get("BagIt-Version", ""))
     if version is None:
         raise BagError("bagit.txt", 1, "no 'BagIt-Version: M.N'")
     encoding = tags.get("Tag-File-Character-Encoding", "")
     try:
         codecs.lookup(encoding)
         "".encode(encoding)  # base64 and the like are codecs, not text encodings
-    except LookupError:
+    except (LookupError, ValueError):  # ValueError: a NUL in the name
         raise SpecError(2, f"Tag-File-Character-Encoding {encoding!r}: no such encoding") from None
     return (int(version[1]), int(version[2])) >= (1, 0), encoding
 
@@ -160,12 +160,7 @@ def _hashlib_name(manifest: str) -> str:
 def _open_in_bag(bag: Path, name: str, manifest: str, line: int | None) -> int:
     """An fd of the regular file `name` below the bag, reached one directory at a time
     without following a symlink; BagError naming manifest and line otherwise."""
-    encoded = name.encode("utf-8", "surrogateescape")
-    why = bad_name(encoded) if encoded else "an empty name"
-    if why is None and len(encoded) > MAX_FOREIGN_PATH:
-        why = "a name too long"
-    if why is not None:
-        raise BagError(manifest, line, why)
+    encoded = _name_bytes(name, manifest, line)
     *dirs, last = encoded.split(b"/")
     nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -204,7 +199,7 @@ def _text_lines(bag: Path, name: str, encoding: str) -> Iterator[tuple[int, str]
                 text = pending + decoder.decode(block, final=not block)
             except OSError as err:
                 raise BagError(name, None, err.strerror or str(err)) from None
-            except UnicodeDecodeError:
+            except ValueError:  # UnicodeError, and whatever else a text codec raises
                 raise BagError(name, number + 1, f"not {encoding}") from None
             hold = "\r" if block and text.endswith("\r") else ""  # maybe CR of a CRLF
             *lines, pending = _BREAK.split(text[: len(text) - len(hold)])
@@ -259,13 +254,22 @@ def _payload_name(name: str, path: str, number: int) -> bytes:
     path = path.removeprefix("./")
     if not path.startswith("data/"):
         raise BagError(name, number, f"{path!r} is not under data/")
-    key = path.removeprefix("data/").encode("utf-8", "surrogateescape")
-    why = bad_name(key) if key else "an empty name"
-    if why is None and len(key) > MAX_FOREIGN_PATH:
+    return _name_bytes(path.removeprefix("data/"), name, number)
+
+
+def _name_bytes(name: str, manifest: str, line: int | None) -> bytes:
+    """A relative name below the bag or its data/ as bytes (UTF-8, as names are on disk);
+    BagError naming manifest and line when it cannot be one."""
+    try:
+        encoded = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate, which some codecs decode to
+        raise BagError(manifest, line, f"{name!r} is no file name") from None
+    why = bad_name(encoded) if encoded else "an empty name"
+    if why is None and len(encoded) > MAX_FOREIGN_PATH:
         why = "a name too long"
     if why is not None:
-        raise BagError(name, number, why)
-    return key
+        raise BagError(manifest, line, why)
+    return encoded
 
 
 def _manifest_lines(bag: Path, name: str, encoding: str) -> Iterator[tuple[int, str, str]]:
@@ -359,9 +363,9 @@ def _oxum(bag: Path, encoding: str, strict: bool) -> tuple[int, int] | None:
     oxum = dict(_tag_values(tags)).get("Payload-Oxum")
     if oxum is None:
         return None
-    found = re.fullmatch(r"(\d+)\.(\d+)", oxum)
+    found = re.fullmatch(r"([0-9]{1,30})\.([0-9]{1,30})", oxum)  # int() refuses 4300 digits
     if found is None:
-        raise BagError("bag-info.txt", None, f"Payload-Oxum {oxum!r} is not octets.count")
+        raise BagError("bag-info.txt", None, f"Payload-Oxum {oxum[:60]!r} is not octets.count")
     return int(found[1]), int(found[2])
 
 
