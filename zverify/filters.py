@@ -1,14 +1,19 @@
 """Filters: which paths `compare` and `manifest` leave out, applied the same way to both sides.
 
-The user's --exclude/--include patterns, --exclude-from files and a --files-from list become
-one Filter (the rules, as bytes) and one C filter (native/src/zv_filter.c) that the walkers
-prune with: an excluded directory is never entered.  A manifest side gets the very same
-decision from the same C code (filtered()).  What was left out is counted, per side, and is
-part of the verdict: a filter may narrow what is compared, never hide that it did.
+The user's --include/--exclude patterns and --exclude-from files, in the order given, and a
+--files-from list become one Filter (the rules, as bytes) and one C filter
+(native/src/zv_filter.c) that the walkers prune with: an excluded directory is never
+entered.  The rules mean what rsync makes of the same options (the first rule that matches
+decides; tests/compare/test_filters_rsync.py holds zverify to rsync itself), and what rsync
+would read as filter-rule syntax zverify does not have is refused, never guessed.  A
+manifest side gets the very same decision from the same C code (filtered()).  What was left
+out is counted, per side, and is part of the verdict: a filter may narrow what is compared,
+never hide that it did; a --files-from path found in neither tree makes it INCOMPLETE.
 """
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -20,12 +25,25 @@ from zverify.manifest.escape import escape, unescape
 
 INCLUDE, EXCLUDE = "+", "-"
 COMMENT_STARTS = (b"#", b";")
+CLEAR = b"!"  # rsync: forget the rules given so far
+# The value of a manifest header's "order": its rules are rsync's, the first match decides.
+# A header without it was written when every include won over every exclude.
+FIRST_MATCH = "first-match"
+
+# What rsync's --filter would read as rule syntax that --include/--exclude/--exclude-from
+# read as a plain name (modifiers, merge files, -C, '!' negation, long rule names): the user
+# meant one or the other, and zverify will not guess which.
+_RULE_SYNTAX = re.compile(
+    rb"[-+],|[-+][/!Csrpxenw]+[ _]|[-+]_|[-+]C\Z|[.:][-+Cenw,]* |![^\n]"
+    rb"|(exclude|include|merge|dir-merge|hide|show|protect|risk)(,\S*)? |clear\Z"
+    rb"|[HSPR],"
+)
 
 
 @dataclass(frozen=True)
 class Filter:
-    """The rules in the order given, each (INCLUDE or EXCLUDE, pattern), and the --files-from
-    paths (None: no list).  Every --include wins over every --exclude, whatever the order."""
+    """The rules in the order given, each (INCLUDE or EXCLUDE, pattern), the first that
+    matches deciding as in rsync, and the --files-from paths (None: no list)."""
 
     rules: tuple[tuple[str, bytes], ...] = ()
     listed: tuple[bytes, ...] | None = None
@@ -38,8 +56,9 @@ class Filter:
     @functools.cached_property
     def _compiled(self) -> "_zvcore.Filter | None":
         """Built once (a --files-from list is sorted in it) and shared by both walks and
-        any manifest side: the C filter is read-only.  ValueError(index, why) for a bad
-        pattern (build() and from_json() turn it into their own error first)."""
+        any manifest side: the C filter is read-only but for the listed paths it met.
+        ValueError(index, why) for a bad pattern (build() and from_json() turn it into
+        their own error first)."""
         if not self.active:
             return None
         rules = [(kind == INCLUDE, pattern) for kind, pattern in self.rules]
@@ -49,6 +68,12 @@ class Filter:
         """The C filter, or None when nothing is filtered."""
         return self._compiled
 
+    def unseen(self) -> list[bytes]:
+        """The --files-from paths no walk (nor manifest side) met so far: after a compare,
+        those in neither tree."""
+        compiled = self.compiled()
+        return [] if self.listed is None or compiled is None else compiled.unseen()
+
     def patterns(self) -> list[str]:
         """The rules as rsync would print them: '- PATTERN' / '+ PATTERN'."""
         return [f"{kind} {os.fsdecode(pattern)}" for kind, pattern in self.rules]
@@ -56,14 +81,17 @@ class Filter:
     def to_json(self) -> dict[str, object]:
         """For a manifest header: enough to apply the same filter when comparing to it."""
         listed = None if self.listed is None else [escape(p) for p in self.listed]
-        return {"rules": [[k, escape(p)] for k, p in self.rules], "listed": listed}
+        rules = [[k, escape(p)] for k, p in self.rules]
+        return {"rules": rules, "listed": listed, "order": FIRST_MATCH}
 
     @classmethod
     def from_json(cls, obj: dict[str, object], where: str) -> "Filter":
         raw_rules, raw_listed = obj["rules"], obj["listed"]
         if not isinstance(raw_rules, list) or not isinstance(raw_listed, list | None):
             raise ValueError("filter: rules must be a list, listed a list or null")
-        rules = tuple((str(k), unescape(str(p))) for k, p in raw_rules)
+        rules = tuple(_json_rule(rule) for rule in raw_rules)
+        if obj.get("order") != FIRST_MATCH:
+            rules = _legacy(rules, obj.get("order"))
         listed = None if raw_listed is None else tuple(unescape(str(p)) for p in raw_listed)
         found = cls(rules, listed, where)
         try:
@@ -73,24 +101,73 @@ class Filter:
         return found
 
 
+def _json_rule(rule: object) -> tuple[str, bytes]:
+    if not isinstance(rule, list) or len(rule) != 2 or rule[0] not in (INCLUDE, EXCLUDE):
+        raise ValueError(f"filter: a rule must be ['+' or '-', pattern], not {rule!r}")
+    return rule[0], unescape(str(rule[1]))
+
+
+def _legacy(rules: tuple[tuple[str, bytes], ...], order: object) -> tuple[tuple[str, bytes], ...]:
+    """The rules of a header written when every include won over every exclude: the same
+    decisions in first-match order (the includes first), if no pattern's meaning changed
+    since (a backslash without wildcards, '***', a leading '**', [:classes:])."""
+    if order is not None:
+        raise ValueError(f"filter: unknown rule order {order!r}")
+    for _, pattern in rules:
+        if b"\\" in pattern or b"***" in pattern or pattern.startswith(b"**") or b"[:" in pattern:
+            raise ValueError(
+                f"filter: the pattern {os.fsdecode(pattern)!r} was recorded by an older zverify "
+                "that read it differently: write the manifest again"
+            )
+    return tuple(r for r in rules if r[0] == INCLUDE) + tuple(r for r in rules if r[0] == EXCLUDE)
+
+
+# The options that give rules, in the order click saw them (zverify.cli.filtering).
+RULE_OPTIONS = ("--include", "--exclude", "--exclude-from")
+
+
 def build(
-    excludes: Iterable[str] = (),
-    includes: Iterable[str] = (),
-    exclude_from: Iterable[str] = (),
+    given: Iterable[tuple[str, str]] = (),
     files_from: str | None = None,
     from0: bool = False,
 ) -> Filter:
-    """The filter the options describe; UsageError naming the bad pattern, file or line."""
-    rules = [(INCLUDE, os.fsencode(p)) for p in includes]
-    rules += [(EXCLUDE, os.fsencode(p)) for p in excludes]
-    for path in exclude_from:
-        rules += _rules_file(path)
-    if from0 and files_from is None:
-        raise UsageError("--from0 applies to --files-from, which was not given")
+    """The filter the options describe: given holds (option, value) pairs, option one of
+    RULE_OPTIONS, in command-line order; from0 makes --files-from and --exclude-from files
+    NUL-separated.  UsageError naming the bad pattern, file or line."""
+    rules: list[tuple[str, bytes]] = []
+    for option, value in given:
+        if option == "--exclude-from":
+            lines = _rules_file(value, from0)
+        else:
+            lines = [(f"{option} {value!r}", os.fsencode(value))]
+        for where, line in lines:
+            default = INCLUDE if option == "--include" else EXCLUDE
+            _add_rule(rules, where, line, default)
     listed = None if files_from is None else _files_list(files_from, from0)
     found = Filter(tuple(rules), listed, files_from)
     _check(found)
     return found
+
+
+def _add_rule(rules: list[tuple[str, bytes]], where: str, text: bytes, default: str) -> None:
+    """One --include/--exclude value or --exclude-from line, read as rsync reads them: '!'
+    clears the rules so far, a '+ ' or '- ' prefix sets the kind; anything else is a
+    pattern, unless it looks like filter-rule syntax rsync would read differently."""
+    if text == CLEAR:
+        rules.clear()
+        return
+    kind = default
+    if text[:2] in (b"+ ", b"- "):
+        kind, text = text[:1].decode(), text[2:]
+        if not text:
+            raise UsageError(f"{where}: a rule with no pattern")
+    elif _RULE_SYNTAX.match(text):
+        raise UsageError(
+            f"{where}: rsync filter-rule syntax (modifiers, merge files, -C, '!' negation) is "
+            "not supported, and zverify will not guess; to match such a name, put one of its "
+            "characters in a class, e.g. '[-]s name'"
+        )
+    rules.append((kind, text))
 
 
 def _check(found: Filter) -> None:
@@ -114,17 +191,17 @@ def _read(path: str, option: str) -> bytes:
         raise UsageError(f"{option} {path!r}: {err.strerror or err}") from None
 
 
-def _rules_file(path: str) -> list[tuple[str, bytes]]:
-    """rsync's --exclude-from: one pattern per line, '+ ' / '- ' prefixes allowed, blank
-    lines and lines starting with '#' or ';' skipped."""
+def _rules_file(path: str, from0: bool) -> list[tuple[str, bytes]]:
+    """rsync's --exclude-from: one rule per line (NUL-separated with --from0), blank ones
+    and those starting with '#' or ';' skipped (with --from0 too, as rsync does); each
+    (where, rule) for _add_rule."""
     rules = []
-    for line in _read(path, "--exclude-from").splitlines():
+    data = _read(path, "--exclude-from")
+    lines = data.split(b"\0") if from0 else data.splitlines()
+    for number, line in enumerate(lines, 1):
         if not line.strip() or line.startswith(COMMENT_STARTS):
             continue
-        if line[:2] in (b"+ ", b"- "):
-            rules.append((line[:1].decode(), line[2:]))
-        else:
-            rules.append((EXCLUDE, line))
+        rules.append((f"--exclude-from {path!r} line {number}", line))
     return rules
 
 

@@ -126,8 +126,9 @@ int zv_path_is_under(const char *path, size_t len, const char *dir, size_t dlen)
 typedef struct zv_filter zv_filter;
 
 int zv_filter_new(zv_filter **out);
-/* An rsync-style pattern (see zv_filter.c); include rules win over exclude rules.
- * @return ZV_OK, ZV_EINVAL (empty, "/", a trailing '\\' or an unterminated '['), ZV_ENOMEM. */
+/* An rsync pattern (see zv_filter.c), after those added before: the first that matches
+ * decides.  @return ZV_OK, ZV_EINVAL (empty, "/", a trailing '\\', an unterminated '[' or
+ * an unknown [:class:]), ZV_ENOMEM. */
 int zv_filter_add_rule(zv_filter *f, int include, const char *pattern, size_t len);
 /* A --files-from path, relative to the root without "." or ".." components: only listed
  * paths, what lies below them and the directories leading to them are kept. */
@@ -136,9 +137,17 @@ int zv_filter_add_listed(zv_filter *f, const char *path, size_t len);
  * empty: an empty --files-from selects nothing, as in rsync.  Without this call the
  * listed paths are not consulted. */
 void zv_filter_keep_listed_only(zv_filter *f);
-/* Call once after the last add, before any lookup; the filter is read-only afterwards. */
-void zv_filter_seal(zv_filter *f);
-/* 1: leave path out (a directory is then not entered); 0: keep; -1: out of memory. */
+/* Call once after the last add, before any lookup; the filter is read-only afterwards
+ * (but for the atomic "seen" flags of its listed paths).  ZV_OK or ZV_ENOMEM. */
+int zv_filter_seal(zv_filter *f);
+/* The listed paths a lookup (zv_filter_excludes or zv_filter_note_seen) met: a listed path
+ * no walk of either tree met is in neither tree. */
+void zv_filter_note_seen(const zv_filter *f, const char *path, size_t len);
+size_t zv_filter_nlisted(const zv_filter *f);
+/* The i-th listed path (sorted, unique) and whether it was seen. */
+const char *zv_filter_listed(const zv_filter *f, size_t i, int *seen);
+/* 1: leave path out (a directory is then not entered); 0: keep; -1: out of memory.  A
+ * listed path it is asked about is noted as seen. */
 int zv_filter_excludes(const zv_filter *f, const char *path, size_t len, int is_dir);
 void zv_filter_free(zv_filter *f);
 

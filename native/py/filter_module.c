@@ -36,8 +36,8 @@ static int add_rules(zv_filter *f, PyObject *rules)
         }
         if (rc != ZV_OK) {
             PyErr_SetObject(PyExc_ValueError,
-                            Py_BuildValue("(ns)", i, "empty, '/' alone, a trailing '\\' or an "
-                                                     "unterminated '['"));
+                            Py_BuildValue("(ns)", i, "empty, '/' alone, a trailing '\\', an "
+                                                     "unterminated '[' or an unknown [:class:]"));
             break;
         }
     }
@@ -88,7 +88,12 @@ static int Filter_init(FilterObject *self, PyObject *args, PyObject *kw)
         self->filter = NULL;
         return -1;
     }
-    zv_filter_seal(self->filter);
+    if (zv_filter_seal(self->filter) != ZV_OK) {
+        zv_filter_free(self->filter);
+        self->filter = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
     return 0;
 }
 
@@ -109,6 +114,53 @@ static PyObject *Filter_excludes(FilterObject *self, PyObject *args)
     return PyBool_FromLong(out);
 }
 
+static PyObject *Filter_note_seen(FilterObject *self, PyObject *args)
+{
+    const char *path;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "y#", &path, &len))
+        return NULL;
+    if (!self->filter) {
+        PyErr_SetString(PyExc_ValueError, "Filter not initialised");
+        return NULL;
+    }
+    zv_filter_note_seen(self->filter, path, (size_t)len);
+    Py_RETURN_NONE;
+}
+
+/* The listed paths whose seen flag is want (1: seen, 0: not seen), sorted. */
+static PyObject *listed_where(FilterObject *self, int want)
+{
+    if (!self->filter) {
+        PyErr_SetString(PyExc_ValueError, "Filter not initialised");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < zv_filter_nlisted(self->filter); i++) {
+        int seen;
+        const char *path = zv_filter_listed(self->filter, i, &seen);
+        if (seen != want)
+            continue;
+        PyObject *item = PyBytes_FromString(path);
+        if (!item || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
+static PyObject *Filter_seen(FilterObject *self, PyObject *unused)
+{
+    (void)unused;
+    return listed_where(self, 1);
+}
+
+static PyObject *Filter_unseen(FilterObject *self, PyObject *unused)
+{
+    (void)unused;
+    return listed_where(self, 0);
+}
+
 static void Filter_dealloc(FilterObject *self)
 {
     zv_filter_free(self->filter);
@@ -118,6 +170,12 @@ static void Filter_dealloc(FilterObject *self)
 static PyMethodDef Filter_methods[] = {
     {"excludes", (PyCFunction)Filter_excludes, METH_VARARGS,
      "excludes(path: bytes, is_dir: bool) -> bool: whether a walk leaves path out."},
+    {"note_seen", (PyCFunction)Filter_note_seen, METH_VARARGS,
+     "note_seen(path: bytes): a listed path was met (by another rank's walk)."},
+    {"seen", (PyCFunction)Filter_seen, METH_NOARGS,
+     "seen() -> list[bytes]: the listed paths a lookup met, sorted."},
+    {"unseen", (PyCFunction)Filter_unseen, METH_NOARGS,
+     "unseen() -> list[bytes]: the listed paths no lookup met, sorted."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,17 +1,23 @@
 /*
- * zv_filter.c — which paths a walk leaves out: rsync-style patterns and a --files-from list.
+ * zv_filter.c — which paths a walk leaves out: rsync's include/exclude rules and a
+ * --files-from list.
  *
  * A filter is built once, then only read, so any number of walks (and their threads) may
  * share it.  The decision for a path depends on nothing but that path and whether it is a
  * directory, so the walker can prune an excluded directory without entering it and Python
  * can apply the very same decision to a manifest's entries (zverify.filters).
  *
- * Patterns follow rsync's rules: '*' and '?' and [classes] stop at '/', '**' crosses it, a
- * leading '/' anchors at the root, a trailing '/' matches directories only; a pattern with
- * no '/' (but a trailing one) and no '**' is matched against the last component only, any
- * other against the whole path or any of its tails that start after a '/'.  Matching is a
- * dynamic programme over (pattern token, path byte): linear memory and O(tokens x bytes)
- * time whatever the pattern, so no pattern can make the walk backtrack exponentially.
+ * The rules are rsync's (man rsync, PATTERN MATCHING RULES), checked against rsync itself by
+ * tests/compare/test_filters_rsync.py: the first rule that matches decides.  A pattern with
+ * none of '*', '?', '[' is a literal string (a backslash in it is a backslash).  Otherwise
+ * '*' and '?' and [classes] stop at '/', '**' crosses it, '\' quotes the next byte.  A
+ * pattern with no '/' (but a trailing one) and no '**' is matched against the last
+ * component; any other against the whole path: from its start when anchored by a leading
+ * '/' or when it starts with '**' (then as if the path began with '/'), else from its start
+ * or after any '/'.  A trailing '/' matches directories only; a trailing '***' also matches
+ * the directory itself (as if the directory's path ended in '/').  Matching is a dynamic
+ * programme over (pattern token, path byte): O(tokens x bytes) whatever the pattern, so no
+ * pattern can make the walk backtrack exponentially.
  */
 #define _GNU_SOURCE
 #include "zvcore.h"
@@ -32,15 +38,19 @@ typedef struct rule {
     token *tokens;
     size_t ntokens;
     int include;
-    int dir_only;
-    int anchored;
-    int whole_path;       /* matched against the path, not only its last component */
+    int dir_only;         /* a trailing '/' */
+    int anchored;         /* a leading '/' */
+    int whole_path;       /* a '/' inside or a '**': the path, not its last component */
+    int any_start;        /* may start after any '/' of the path, not only at its start */
+    int slash_before;     /* starts with '**': match as if the path began with '/' */
+    int dir_slash_after;  /* ends with '***': a directory's path is matched as "path/" */
 } rule;
 
 struct zv_filter {
     rule *rules;
     size_t nrules, rules_cap;
-    char **listed;        /* --files-from, sorted once zv_filter_seal() ran */
+    char **listed;        /* --files-from, sorted and unique once zv_filter_seal() ran */
+    unsigned char *seen;  /* per listed path: a lookup met it (set by readers, atomically) */
     size_t nlisted, listed_cap;
     int has_list;         /* a --files-from was given, even an empty one: keep only its paths */
 };
@@ -68,10 +78,33 @@ void zv_filter_free(zv_filter *f)
         free(f->listed[i]);
     free(f->rules);
     free(f->listed);
+    free(f->seen);
     free(f);
 }
 
-/* [...] at p (just after '['): fills set, returns the index after ']' or 0 if unterminated. */
+/* rsync's (and POSIX's) [:name:] classes, ASCII only as in the C locale. */
+static int in_named_class(const char *name, size_t len, unsigned c)
+{
+    static const char *const names[] = {"alnum", "alpha", "blank", "cntrl", "digit", "graph",
+                                        "lower", "print", "punct", "space", "upper", "xdigit"};
+    int lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z', digit = c >= '0' && c <= '9';
+    int print = c >= 0x20 && c < 0x7f;
+    int hits[] = {lower || upper || digit, lower || upper, c == ' ' || c == '\t',
+                  c < 0x20 || c == 0x7f, digit, print && c != ' ', lower, print,
+                  print && c != ' ' && !(lower || upper || digit),
+                  c == ' ' || (c >= '\t' && c <= '\r'), upper,
+                  digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
+            return hits[i];
+    return -1;
+}
+
+/*
+ * [...] at p[i] (just after '['), read as rsync's wildmatch reads it: the first member may
+ * be ']', "a-z" is a range, "\x" quotes x, "[:alpha:]" a named class.  Fills set and
+ * returns the index after ']', or 0 when unterminated or a class name is unknown.
+ */
 static size_t parse_class(const char *p, size_t len, size_t i, unsigned char *set)
 {
     int negate = 0;
@@ -79,20 +112,48 @@ static size_t parse_class(const char *p, size_t len, size_t i, unsigned char *se
         negate = 1;
         i++;
     }
+    int prev = -1; /* the member just read, which a '-' may extend to a range */
     size_t first = i;
     while (i < len && (p[i] != ']' || i == first)) {
-        unsigned char lo = (unsigned char)p[i];
-        if (lo == '\\' && i + 1 < len)
-            lo = (unsigned char)p[++i];
-        unsigned char hi = lo;
-        if (i + 2 < len && p[i + 1] == '-' && p[i + 2] != ']') {
-            hi = (unsigned char)p[i + 2];
-            if (hi == '\\' && i + 3 < len)
-                hi = (unsigned char)p[++i + 2];
-            i += 2;
-        }
-        for (unsigned c = lo; c <= hi; c++)
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\\') {
+            if (++i >= len)
+                return 0;
+            c = (unsigned char)p[i];
             set[c] = 1;
+            prev = c;
+        } else if (c == '-' && prev >= 0 && i + 1 < len && p[i + 1] != ']') {
+            unsigned char hi = (unsigned char)p[++i];
+            if (hi == '\\') {
+                if (++i >= len)
+                    return 0;
+                hi = (unsigned char)p[i];
+            }
+            for (unsigned x = (unsigned)prev; x <= hi; x++)
+                set[x] = 1;
+            prev = -1;
+        } else if (c == '[' && i + 1 < len && p[i + 1] == ':') {
+            const char *close = memchr(p + i + 2, ']', len - (i + 2));
+            if (!close)
+                return 0;
+            size_t name = i + 2, end = (size_t)(close - p);
+            if (end < name + 1 || p[end - 1] != ':') {
+                set['['] = 1; /* no ":]": a plain '[' member */
+                prev = '[';
+            } else {
+                for (unsigned x = 0; x < 256; x++) {
+                    int hit = in_named_class(p + name, end - 1 - name, x);
+                    if (hit < 0)
+                        return 0;
+                    set[x] |= (unsigned char)hit;
+                }
+                prev = -1;
+                i = end;
+            }
+        } else {
+            set[c] = 1;
+            prev = c;
+        }
         i++;
     }
     if (i >= len)
@@ -104,15 +165,13 @@ static size_t parse_class(const char *p, size_t len, size_t i, unsigned char *se
     return i + 1;
 }
 
-/* Tokens of p[0..len); ZV_EINVAL for a trailing '\' or an unterminated '['. */
+/* Tokens of a wildcard pattern p[0..len); ZV_EINVAL for a trailing '\' or a bad class. */
 static int tokenize(const char *p, size_t len, rule *r)
 {
-    r->tokens = calloc(len ? len : 1, sizeof *r->tokens);
-    if (!r->tokens)
-        return ZV_ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < len;) {
         token *t = &r->tokens[n++];
+        r->ntokens = n;
         char c = p[i];
         if (c == '*' && i + 1 < len && p[i + 1] == '*') {
             t->kind = TOK_DSTAR;
@@ -126,21 +185,13 @@ static int tokenize(const char *p, size_t len, rule *r)
             i++;
         } else if (c == '[') {
             t->kind = TOK_CLASS;
-            if (!(t->set = calloc(256, 1))) {
-                r->ntokens = n;
+            if (!(t->set = calloc(256, 1)))
                 return ZV_ENOMEM;
-            }
-            size_t next = parse_class(p, len, i + 1, t->set);
-            if (!next) {
-                r->ntokens = n;
+            if (!(i = parse_class(p, len, i + 1, t->set)))
                 return ZV_EINVAL;
-            }
-            i = next;
         } else if (c == '\\') {
-            if (i + 1 == len) {
-                r->ntokens = n;
+            if (i + 1 == len)
                 return ZV_EINVAL;
-            }
             t->kind = TOK_BYTE;
             t->byte = (unsigned char)p[i + 1];
             i += 2;
@@ -150,8 +201,21 @@ static int tokenize(const char *p, size_t len, rule *r)
             i++;
         }
     }
-    r->ntokens = n;
     return ZV_OK;
+}
+
+/* A pattern with no wildcard is a string, backslashes and all (rsync only unescapes a
+ * pattern that has a wildcard). */
+static void literal_tokens(const char *p, size_t len, rule *r)
+{
+    for (size_t i = 0; i < len; i++)
+        r->tokens[i] = (token){.kind = TOK_BYTE, .byte = (unsigned char)p[i]};
+    r->ntokens = len;
+}
+
+static int ends_with_3_stars(const char *p, size_t len)
+{
+    return len >= 3 && memcmp(p + len - 3, "***", 3) == 0;
 }
 
 int zv_filter_add_rule(zv_filter *f, int include, const char *pattern, size_t len)
@@ -171,16 +235,26 @@ int zv_filter_add_rule(zv_filter *f, int include, const char *pattern, size_t le
         r.dir_only = 1;
         len--;
     }
-    if (pattern[0] == '/') {
-        r.anchored = 1;
+    if (len == 1 && pattern[0] == '/')
+        return ZV_EINVAL; /* "/" alone names the root, which is never filtered */
+    int wild = memchr(pattern, '*', len) || memchr(pattern, '?', len) || memchr(pattern, '[', len);
+    int wild2 = wild && memmem(pattern, len, "**", 2) != NULL;
+    r.anchored = pattern[0] == '/';
+    r.slash_before = wild2 && len >= 2 && pattern[0] == '*' && pattern[1] == '*';
+    r.dir_slash_after = wild2 && ends_with_3_stars(pattern, len);
+    r.whole_path = wild2 || memchr(pattern, '/', len) != NULL;
+    r.any_start = r.whole_path && !r.anchored && !r.slash_before;
+    if (r.anchored) {
         pattern++;
         len--;
     }
-    if (!len)
-        return ZV_EINVAL; /* "/" alone names the root, which is never filtered */
-    r.whole_path = r.anchored || memchr(pattern, '/', len) != NULL ||
-                   memmem(pattern, len, "**", 2) != NULL;
-    int rc = tokenize(pattern, len, &r);
+    if (!(r.tokens = calloc(len ? len : 1, sizeof *r.tokens)))
+        return ZV_ENOMEM;
+    int rc = ZV_OK;
+    if (wild)
+        rc = tokenize(pattern, len, &r);
+    else
+        literal_tokens(pattern, len, &r);
     if (rc != ZV_OK) {
         free_rule(&r);
         return rc;
@@ -218,10 +292,21 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-void zv_filter_seal(zv_filter *f)
+int zv_filter_seal(zv_filter *f)
 {
     if (f->nlisted > 1)
         qsort(f->listed, f->nlisted, sizeof *f->listed, cmp_str);
+    size_t kept = 0; /* a path listed twice is one path, found or not */
+    for (size_t i = 0; i < f->nlisted; i++) {
+        if (kept && strcmp(f->listed[kept - 1], f->listed[i]) == 0)
+            free(f->listed[i]);
+        else
+            f->listed[kept++] = f->listed[i];
+    }
+    f->nlisted = kept;
+    if (kept && !(f->seen = calloc(kept, 1)))
+        return ZV_ENOMEM;
+    return ZV_OK;
 }
 
 /* strcmp order of s against key[0..len) followed by tail ('\0': key alone). */
@@ -247,10 +332,16 @@ static size_t lower_bound(const zv_filter *f, const char *key, size_t len, char 
     return lo;
 }
 
-static int is_listed(const zv_filter *f, const char *path, size_t len)
+/* The index of path among the listed paths, or nlisted. */
+static size_t listed_index(const zv_filter *f, const char *path, size_t len)
 {
     size_t i = lower_bound(f, path, len, '\0');
-    return i < f->nlisted && cmp_key(f->listed[i], path, len, '\0') == 0;
+    return i < f->nlisted && cmp_key(f->listed[i], path, len, '\0') == 0 ? i : f->nlisted;
+}
+
+static int is_listed(const zv_filter *f, const char *path, size_t len)
+{
+    return listed_index(f, path, len) < f->nlisted;
 }
 
 /* Kept by the list: listed itself, below a listed path, or on the way to one. */
@@ -262,6 +353,24 @@ static int kept_by_list(const zv_filter *f, const char *path, size_t len)
     /* an ancestor of a listed path: the paths starting with "path/" sort together */
     size_t i = lower_bound(f, path, len, '/');
     return i < f->nlisted && strncmp(f->listed[i], path, len) == 0 && f->listed[i][len] == '/';
+}
+
+void zv_filter_note_seen(const zv_filter *f, const char *path, size_t len)
+{
+    size_t i = listed_index(f, path, len);
+    if (i < f->nlisted)
+        __atomic_store_n(&f->seen[i], 1, __ATOMIC_RELAXED); /* walks share f: any order */
+}
+
+size_t zv_filter_nlisted(const zv_filter *f)
+{
+    return f->nlisted;
+}
+
+const char *zv_filter_listed(const zv_filter *f, size_t i, int *seen)
+{
+    *seen = __atomic_load_n(&f->seen[i], __ATOMIC_RELAXED);
+    return f->listed[i];
 }
 
 /*
@@ -300,6 +409,11 @@ static int tokens_match(const rule *r, const unsigned char *s, size_t n, int sta
     return hit;
 }
 
+/*
+ * Does r match path?  Its subject is the last component or the whole path, with a '/'
+ * before it for a pattern starting with '**' and after it for a directory and a pattern
+ * ending with '***', as rsync builds it.
+ */
 static int rule_matches(const rule *r, const char *path, size_t len, int is_dir)
 {
     if (r->dir_only && !is_dir)
@@ -313,25 +427,36 @@ static int rule_matches(const rule *r, const char *path, size_t len, int is_dir)
             n = len - (size_t)(s - path);
         }
     }
-    return tokens_match(r, (const unsigned char *)s, n, r->whole_path && !r->anchored);
+    int before = r->slash_before, after = r->dir_slash_after && is_dir;
+    if (!before && !after)
+        return tokens_match(r, (const unsigned char *)s, n, r->any_start);
+    unsigned char local[512];
+    size_t total = n + (size_t)before + (size_t)after;
+    unsigned char *subject = total <= sizeof local ? local : malloc(total);
+    if (!subject)
+        return -1;
+    subject[0] = '/';
+    memcpy(subject + before, s, n);
+    subject[total - 1] = after ? '/' : subject[total - 1];
+    int hit = tokens_match(r, subject, total, r->any_start);
+    if (subject != local)
+        free(subject);
+    return hit;
 }
 
 int zv_filter_excludes(const zv_filter *f, const char *path, size_t len, int is_dir)
 {
     if (!len)
         return 0; /* the root is always compared */
-    if (f->has_list && !kept_by_list(f, path, len))
-        return 1;
-    for (int pass = 1; pass >= 0; pass--) { /* every include before any exclude */
-        for (size_t i = 0; i < f->nrules; i++) {
-            if (f->rules[i].include != pass)
-                continue;
-            int hit = rule_matches(&f->rules[i], path, len, is_dir);
-            if (hit < 0)
-                return -1;
-            if (hit)
-                return !pass;
-        }
+    if (f->has_list) {
+        zv_filter_note_seen(f, path, len);
+        if (!kept_by_list(f, path, len))
+            return 1;
+    }
+    for (size_t i = 0; i < f->nrules; i++) { /* the first rule that matches decides */
+        int hit = rule_matches(&f->rules[i], path, len, is_dir);
+        if (hit)
+            return hit < 0 ? -1 : !f->rules[i].include;
     }
     return 0;
 }

@@ -1,6 +1,7 @@
-"""--exclude/--include/--exclude-from/--files-from: rsync's pattern rules, pruned in the C
-walker (an excluded directory is never opened), the same decision on a manifest side, and
-what was left out always part of the verdict."""
+"""--exclude/--include/--exclude-from/--files-from: rsync's pattern rules (the first match
+decides; test_filters_rsync.py holds them to rsync itself), pruned in the C walker (an
+excluded directory is never opened), the same decision on a manifest side, and what was
+left out always part of the verdict."""
 
 import json
 import os
@@ -38,27 +39,44 @@ CASES = [
     ("[!ab]x", "bx", False, False),
     ("[!ab]x", "cx", False, True),
     ("lost+found", "lost+found", True, True),
-    ("\\*", "*", False, True),  # a backslash quotes the next byte
+    ("\\*", "*", False, True),  # a backslash quotes the next byte...
     ("\\*", "a", False, False),
+    ("back\\slash", "back\\slash", False, True),  # ...only in a pattern with a wildcard
+    ("back\\slash", "backslash", False, False),
+    ("home/***", "home", True, True),  # '***': the directory itself and all below
+    ("home/***", "home", False, False),
+    ("home/***", "home/u/f", False, True),
+    ("**/z", "z", False, True),  # a leading '**' also matches at the top
+    ("[[:digit:]]x", "7x", False, True),
+    ("[]a]", "]", False, True),
 ]
+
+
+def excludes(*patterns: str) -> list[tuple[str, str]]:
+    return [("--exclude", p) for p in patterns]
 
 
 @pytest.mark.parametrize(("pattern", "path", "is_dir", "excluded"), CASES)
 def test_pattern_rules(pattern: str, path: str, is_dir: bool, excluded: bool) -> None:
-    compiled = build(excludes=[pattern]).compiled()
+    compiled = build(excludes(pattern)).compiled()
     assert compiled is not None
     assert compiled.excludes(path.encode(), is_dir) is excluded
 
 
 def _reference(pattern: str, path: str, is_dir: bool) -> bool:
-    """rsync's rules as a regular expression, independently of the C matcher."""
+    """rsync's rules as a regular expression, independently of the C matcher (for the
+    pieces below: no backslash, so a pattern without wildcards needs no rule of its own)."""
     if pattern.endswith("/") and len(pattern) > 1:
         if not is_dir:
             return False
         pattern = pattern[:-1]
     anchored = pattern.startswith("/")
-    pattern = pattern[1:] if anchored else pattern
     whole = anchored or "/" in pattern or "**" in pattern
+    if not anchored and pattern.startswith("**"):
+        path, anchored = "/" + path, True  # as if the path began with '/'
+    if pattern.endswith("***") and is_dir:
+        path += "/"  # the directory itself, as if its path ended with '/'
+    pattern = pattern[1:] if pattern.startswith("/") else pattern
     regex = ""
     i = 0
     while i < len(pattern):
@@ -92,23 +110,43 @@ def test_matcher_agrees_with_a_regex_reference(
     if pattern.strip("/") == "":
         return  # "/" alone names the root: refused (tested below)
     path = "/".join(names)
-    compiled = build(excludes=[pattern]).compiled()
+    compiled = build(excludes(pattern)).compiled()
     assert compiled is not None
     assert compiled.excludes(path.encode(), is_dir) is _reference(pattern, path, is_dir), pattern
 
 
-def test_include_wins_over_exclude_in_any_order() -> None:
-    for excludes, includes in ((["*.tmp"], ["keep.tmp"]), (["*"], ["keep.tmp"])):
-        compiled = build(excludes=excludes, includes=includes).compiled()
-        assert compiled is not None
-        assert not compiled.excludes(b"keep.tmp", False)
-        assert compiled.excludes(b"drop.tmp", False)
+def test_the_first_matching_rule_decides() -> None:
+    """rsync's order: an --include after the --exclude that matches comes too late."""
+    keep_first = build([("--include", "keep.tmp"), ("--exclude", "*.tmp")]).compiled()
+    exclude_first = build([("--exclude", "*.tmp"), ("--include", "keep.tmp")]).compiled()
+    assert keep_first is not None and exclude_first is not None
+    assert not keep_first.excludes(b"keep.tmp", False)
+    assert keep_first.excludes(b"drop.tmp", False)
+    assert exclude_first.excludes(b"keep.tmp", False)
 
 
-@pytest.mark.parametrize("bad", ["[ab", "a\\", "/"])
+def test_rule_prefixes_and_clear_as_rsync_reads_them() -> None:
+    """'+ '/'- ' set the kind whatever the option; '!' forgets the rules before it."""
+    f = build([("--exclude", "+ a"), ("--include", "- b"), ("--exclude", "c")])
+    assert f.patterns() == ["+ a", "- b", "- c"]
+    cleared = build([("--exclude", "a"), ("--include", "!"), ("--exclude", "b")])
+    assert cleared.patterns() == ["- b"]
+
+
+@pytest.mark.parametrize("bad", ["[ab", "a*\\", "/", "[[:nope:]]"])  # a\\ alone: a name
 def test_a_bad_pattern_is_one_usage_error_naming_it(bad: str) -> None:
     with pytest.raises(UsageError, match=re.escape(repr(bad))):
-        build(excludes=["fine", bad])
+        build(excludes("fine", bad))
+
+
+@pytest.mark.parametrize(
+    "syntax", ["-s a", "-,s a", "+! b", ". merge-file", ": .rsync-filter", "-C", "!foo", "-_x"]
+)
+def test_rsync_filter_rule_syntax_is_refused_not_guessed(syntax: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(repr(syntax))):
+        build(excludes(syntax))
+    for plain in (".hidden", "._*", "-name", "a b", "x_y"):  # ordinary names still are
+        assert build(excludes(plain)).patterns() == [f"- {plain}"]
 
 
 def test_files_from_keeps_listed_paths_what_is_below_and_the_way_there(tmp_path: Path) -> None:
@@ -158,7 +196,7 @@ def test_files_from_with_from0_and_bad_lines(tmp_path: Path) -> None:
 def test_exclude_from_file_takes_rsync_prefixes_and_comments(tmp_path: Path) -> None:
     rules = tmp_path / "rules"
     rules.write_bytes(b"# caches\n; also a comment\n\n+ keep.log\n- *.log\ntmp/\n")
-    f = build(exclude_from=[str(rules)])
+    f = build([("--exclude-from", str(rules))])
     assert f.patterns() == ["+ keep.log", "- *.log", "- tmp/"]
 
 
@@ -287,7 +325,7 @@ def test_c_filter_is_shared_by_threads_and_walks(tmp_path: Path) -> None:
     for i in range(50):
         write(tmp_path / f"d{i}/keep", b"k")
         write(tmp_path / f"d{i}/drop.tmp", b"d")
-    compiled = build(excludes=["*.tmp"]).compiled()
+    compiled = build(excludes("*.tmp")).compiled()
     walks = [_zvcore.Walker(bytes(tmp_path), filter=compiled, threads=2) for _ in range(2)]
     del compiled
     for walker in walks:

@@ -57,7 +57,10 @@ def compare(
     files_from: FilesFrom = None,
     from0: Annotated[
         bool,
-        typer.Option("--from0", help="--files-from is read, --write-lists written, NUL-separated."),
+        typer.Option(
+            "--from0",
+            help="--files-from and --exclude-from are read, --write-lists written, NUL-separated.",
+        ),
     ] = False,
     as_json: Annotated[
         bool,
@@ -123,9 +126,11 @@ def compare(
     policy = ComparePolicy.build(profile, ignore, mtime_window, quick)
     if as_json and as_jsonl:
         raise UsageError("--json and --jsonl: choose one")
-    if from0 and not (files_from or write_lists):
-        raise UsageError("--from0 applies to --files-from and --write-lists: neither was given")
-    chosen = selected(exclude, include, exclude_from, files_from, from0 and bool(files_from))
+    if from0 and not (files_from or exclude_from or write_lists):
+        raise UsageError(
+            "--from0 applies to --files-from, --exclude-from and --write-lists: none was given"
+        )
+    chosen = selected(exclude, include, exclude_from, files_from, from0)
     machine = as_json or as_jsonl
     bar = wanted(quiet or no_progress or machine or mpi)  # ranks count only their share
     rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))

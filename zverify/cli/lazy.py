@@ -63,6 +63,8 @@ class LazyGroup(TyperGroup):
 
 def build_command(name: str, lazy: LazyCommand) -> Any:
     """Import the command's module and let typer turn it into a click command."""
+    from zverify.cli.filtering import remember_order
+
     target = getattr(importlib.import_module(lazy.module), lazy.attribute)
     if not isinstance(target, typer.Typer):
         from zverify.cli.epilogs import epilog
@@ -72,6 +74,7 @@ def build_command(name: str, lazy: LazyCommand) -> Any:
         target = single
     command = typer.main.get_command(target)
     command.name = name
+    remember_order(command)  # --include/--exclude order matters, as in rsync
     _upper_case_arguments(command)
     return command
 

@@ -57,6 +57,8 @@ def manifest(
 
     algorithm = _algorithm(fmt, hash_name)
     check_threads(threads)
+    if from0 and not (files_from or exclude_from):
+        raise UsageError("--from0 applies to --files-from and --exclude-from: neither was given")
     if output != STDIO and os.path.isdir(output):
         raise UsageError(f"--output {output!r} is a directory")
     options = WalkOptions(
