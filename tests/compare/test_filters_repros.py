@@ -1,4 +1,4 @@
-"""The filter findings of the third hostile review (C6, L2, L3), each as its repro run
+"""The filter findings of the third hostile review (C6, H1, L2, L3), each as its repro run
 through the installed command, with rsync's answer to the same rules where it has one."""
 
 import json
@@ -15,6 +15,7 @@ from zverify.filters import Filter
 from zverify.manifest.escape import escape
 
 RSYNC = shutil.which("rsync")
+NEWLINE_NAME = "new\nline"
 
 
 def _same_times(src: Path, dst: Path) -> None:
@@ -101,6 +102,49 @@ def test_l2_a_backslash_is_literal_in_a_pattern_without_wildcards(tmp_path: Path
     done = zverify("compare", "--json", pattern, str(src), str(dst))
     assert done.returncode == 1, done.stdout
     assert [d["path"] for d in json.loads(done.stdout)["differences"]] == ["back\\slash"]
+
+
+@pytest.fixture
+def newline_trees(tmp_path: Path) -> tuple[Path, Path]:
+    """H1's trees: one file, named with a newline, different on each side."""
+    src, dst = tmp_path / "a", tmp_path / "b"
+    write(src / NEWLINE_NAME, b"x")
+    write(dst / NEWLINE_NAME, b"y")
+    os.utime(dst / NEWLINE_NAME, ns=(0, os.stat(src / NEWLINE_NAME).st_mtime_ns))
+    _same_times(src, dst)
+    return src, dst
+
+
+@needs_installed_command
+def test_h1_a_listed_path_in_neither_tree_is_exit_2_naming_it(
+    newline_trees: tuple[Path, Path], tmp_path: Path
+) -> None:
+    src, dst = newline_trees
+    listing = tmp_path / "list"
+    listing.write_bytes(b"no-such-path\n")
+    done = zverify("compare", "-q", "--files-from", str(listing), str(src), str(dst))
+    assert done.returncode == 2, done.stdout
+    assert "listed but in neither tree (no-such-path)" in done.stdout
+    assert done.stderr.count("\n") == 1 and "in neither tree: 'no-such-path'" in done.stderr
+    as_json = zverify("compare", "--json", "--files-from", str(listing), str(src), str(dst))
+    assert as_json.returncode == 2
+    excluded = json.loads(as_json.stdout)["excluded"]
+    assert (excluded["not_found"], excluded["not_found_paths"]) == (1, ["no-such-path"])
+
+
+@needs_installed_command
+def test_h1_a_listed_path_found_on_one_side_only_is_a_difference(
+    newline_trees: tuple[Path, Path], tmp_path: Path
+) -> None:
+    src, dst = newline_trees
+    write(src / "only-here", b"z")
+    listing = tmp_path / "list"
+    listing.write_bytes(b"only-here\n")
+    done = zverify("compare", "--json", "--files-from", str(listing), str(src), str(dst))
+    assert done.returncode == 1, done.stdout
+    doc = json.loads(done.stdout)
+    assert ("only-here", "missing") in [(d["path"], d["kind"]) for d in doc["differences"]]
+    assert doc["excluded"]["not_found"] == 0
 
 
 @needs_installed_command

@@ -156,7 +156,24 @@ def compare(
             outputs.abort(str(err) or type(err).__name__)
             raise
     outputs.finish(result)
+    if result.unlisted:
+        _say_not_found(result.filter.listed_from, result.unlisted)
     return result.exit_code
+
+
+def _say_not_found(files_from: str | None, paths: list[bytes]) -> None:
+    """One line on stderr, whatever stdout holds: the list named what is not there."""
+    import sys
+
+    from zverify.pathnames import for_terminal
+
+    shown = ", ".join(f"'{for_terminal(p)}'" for p in paths[:10])
+    more = f" and {len(paths) - 10:,} more" if len(paths) > 10 else ""
+    print(
+        f"zverify: --files-from {files_from!r}: {len(paths):,} listed path(s) in neither "
+        f"tree: {shown}{more}",
+        file=sys.stderr,
+    )
 
 
 def _join_mpi_job() -> "Session":

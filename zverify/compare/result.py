@@ -29,14 +29,17 @@ class CompareResult(EngineResult):
     notes: list[str] = field(default_factory=list)  # e.g. DST lies inside SRC
     filter: Filter = field(default_factory=Filter)  # what both sides left out...
     excluded: dict[str, int] = field(default_factory=dict)  # ...and how much: "src"/"dst"
+    # --files-from paths found in neither tree: what the user asked for was not compared
+    unlisted: list[bytes] = field(default_factory=list)
 
     # The verdict rests on counts, which the engine keeps whether or not it collected the
     # differences themselves (it does not when they were streamed to a sink).
 
     @property
     def identical(self) -> bool:
-        """No difference, and nothing the profile compares was hidden from this process."""
-        return self.total == 0 and not self.unverifiable
+        """No difference, nothing the profile compares hidden from this process, and every
+        --files-from path found."""
+        return self.total == 0 and not self.unverifiable and not self.unlisted
 
     @property
     def total(self) -> int:
@@ -52,5 +55,6 @@ class CompareResult(EngineResult):
         # A namespace the profile compares but this process cannot see (trusted.* xattrs
         # without CAP_SYS_ADMIN) leaves the profile's promise unproven: not verified, like
         # an unreadable entry.  `--ignore xattr` or a narrower profile is the user's way out.
-        unverified = self.unverified_count > 0 or bool(self.unverifiable)
+        # So does a --files-from path found in neither tree: nothing was compared for it.
+        unverified = self.unverified_count > 0 or bool(self.unverifiable) or bool(self.unlisted)
         return exitcodes.verdict(unverified=unverified, different=self.total > 0)

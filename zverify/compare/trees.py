@@ -107,6 +107,7 @@ def compare_trees(
 
             found = compare_distributed(ranks, s, d, options, threads, policy, sink)
         excluded = {"src": s.excluded(), "dst": d.excluded()}
+        unlisted = narrowed.unseen()  # both sides met every entry they hold by now
     finally:
         for side in opened.values():
             side.close()
@@ -122,6 +123,7 @@ def compare_trees(
         notes=notes + s.notes + d.notes,
         filter=narrowed,
         excluded=excluded,
+        unlisted=unlisted,
     )
 
 

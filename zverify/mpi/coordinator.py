@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from zverify import _zvcore
 from zverify.compare.engine import DifferenceSink, EngineResult, compare_pair_batches
 from zverify.compare.march import Pair
 from zverify.compare.policy import ComparePolicy
@@ -49,7 +50,7 @@ def compare_distributed(
         options.one_file_system, options.filter.rules, options.filter.listed,
     )  # fmt: skip
     ranges = plan(os.fsencode(s.label), session.size - 1)
-    feed = _Feed(session, ranges, [s.label, d.label])
+    feed = _Feed(session, ranges, [s.label, d.label], options.filter.compiled())
     for worker in range(1, session.size):
         session.comm.send(job, dest=worker, tag=TAG_JOB)
     result = compare_pair_batches(feed.batches(), feed.settled, policy, sink=sink)
@@ -81,8 +82,15 @@ def same_roots(
 
 
 class _Feed:
-    def __init__(self, session: Session, ranges: list[KeyRange], roots: list[str]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        ranges: list[KeyRange],
+        roots: list[str],
+        compiled: _zvcore.Filter | None,
+    ) -> None:
         self.session = session
+        self.compiled = compiled  # rank 0's filter, told which listed paths the ranks met
         self.roots = [
             (name, path, root_identity(path)) for name, path in zip(SIDES, roots, strict=True)
         ]
@@ -135,7 +143,10 @@ class _Feed:
             (batch,) = rest
             state.batches.append(batch)
         elif what == "done":
-            state.settled, excluded = rest
+            state.settled, excluded, seen = rest
             self.excluded = [a + b for a, b in zip(self.excluded, excluded, strict=True)]
+            for path in seen:
+                if self.compiled is not None:
+                    self.compiled.note_seen(path)
         else:
             raise RankFailed(str(rest[0]))

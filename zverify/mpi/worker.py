@@ -100,7 +100,9 @@ def _walk_range(session: Session, job: Job, index: int, lo: bytes, hi: bytes | N
         for batch in joined.batches():
             if batch:
                 send("pairs", [_global(pair) for pair in batch])
-        send("done", joined.settled(), [w.excluded() for w in walks])
+        compiled = options.filter.compiled()  # the --files-from paths this range met
+        seen = compiled.seen() if compiled is not None and job.listed is not None else []
+        send("done", joined.settled(), [w.excluded() for w in walks], seen)
     except (ZverifyError, OrderError) as err:
         send("failed", str(err))
     finally:

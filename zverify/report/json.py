@@ -66,7 +66,17 @@ def _excluded(result: CompareResult) -> dict[str, Any]:
         "files_from": f.listed_from if f.listed is not None else None,
         "listed": None if f.listed is None else len(f.listed),
         "entries": {"src": result.excluded.get("src", 0), "dst": result.excluded.get("dst", 0)},
+        **_not_found(result.unlisted),
     }
+
+
+def _not_found(paths: list[bytes]) -> dict[str, Any]:
+    """--files-from paths in neither tree: they make the result incomplete (exit 2)."""
+    shown = [display(p) for p in paths]
+    out: dict[str, Any] = {"not_found": len(paths), "not_found_paths": [t for t, _ in shown]}
+    if any(escaped for _, escaped in shown):
+        out["not_found_escaped"] = [escaped for _, escaped in shown]
+    return out
 
 
 def summary(result: CompareResult) -> dict[str, Any]:

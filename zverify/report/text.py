@@ -38,6 +38,14 @@ def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
 
 
 def _verdict(result: CompareResult) -> str:
+    if result.unlisted:
+        n = len(result.unlisted)
+        shown = ", ".join(for_terminal(p) for p in result.unlisted[:10])
+        more = f" and {n - 10:,} more" if n > 10 else ""
+        return (
+            f"INCOMPLETE: {n:,} --files-from path{'s' * (n != 1)} listed but in neither tree "
+            f"({shown}{more}); {_found(result)}{_narrowed(result)}"
+        )
     if result.identical:
         return f"IDENTICAL under {_checks(result)}{_narrowed(result)}"
     word = "INCOMPLETE" if result.exit_code == exitcodes.TROUBLE else "DIFFERENT"
@@ -46,6 +54,14 @@ def _verdict(result: CompareResult) -> str:
     if total:
         found += f" ({', '.join(f'{k} {n:,}' for k, n in sorted(result.counts.items()))})"
     return f"{word}: {found}{_unverifiable(result)}{_narrowed(result)}"
+
+
+def _found(result: CompareResult) -> str:
+    """The rest of the verdict after the listed paths that were not found."""
+    total = result.total
+    if not total:
+        return "no other difference"
+    return f"{total:,} difference{'s' * (total != 1)} among the rest"
 
 
 def _narrowed(result: CompareResult) -> str:
