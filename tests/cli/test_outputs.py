@@ -135,9 +135,9 @@ def test_write_lists_name_unreadable_and_odd_paths(tmp_path: Path) -> None:
     manifest = write_manifest(src, tmp_path / "m.zvm")
     lists = tmp_path / "lists"
     done = _run("--write-lists", str(lists), str(manifest), str(dst))
-    assert done.returncode == 1, done.stderr
-    assert (lists / "missing").read_bytes() == b"line\nbreak\n"
-    assert "1 path(s) in the lists under" in done.stdout and "--from0" in done.stdout
+    assert done.returncode == 2, done.stderr  # one name per line cannot hold it: refused
+    assert "'line\\nbreak' holds a newline" in done.stderr and "--from0" in done.stderr
+    assert (lists / "missing").read_bytes() == b""
 
 
 def test_write_lists_into_a_file_is_refused(messy: tuple[Path, Path], tmp_path: Path) -> None:

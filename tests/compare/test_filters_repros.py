@@ -148,6 +148,26 @@ def test_h1_a_listed_path_found_on_one_side_only_is_a_difference(
 
 
 @needs_installed_command
+def test_h1_write_lists_refuses_a_name_it_cannot_write_as_one_line(
+    newline_trees: tuple[Path, Path], tmp_path: Path
+) -> None:
+    src, dst = newline_trees
+    lists = tmp_path / "L"
+    done = zverify("compare", "-q", "--write-lists", str(lists), str(src), str(dst))
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.count("\n") == 1 and "'new\\nline' holds a newline" in done.stderr
+    assert b"new\nline" not in (lists / "differ").read_bytes()  # nothing ambiguous written
+    nul = tmp_path / "L0"
+    done = zverify("compare", "-q", "--from0", "--write-lists", str(nul), str(src), str(dst))
+    assert done.returncode == 1
+    assert (nul / "differ").read_bytes() == b"new\nline\0"
+    again = zverify(
+        "compare", "-q", "--from0", "--files-from", str(nul / "differ"), str(src), str(dst)
+    )
+    assert again.returncode == 1, again.stdout  # the round trip finds the difference again
+
+
+@needs_installed_command
 def test_l3_from0_applies_to_exclude_from(homes: tuple[Path, Path], tmp_path: Path) -> None:
     src, dst = homes
     rules = tmp_path / "rules0"

@@ -5,7 +5,9 @@ kind; a hardlink difference lists all its members) and error (could not be read,
 while being read).  The files hold the raw byte paths relative to the roots, one per line
 (NUL-terminated with --from0), so they can be fed back to `rsync --files-from` or
 `zverify compare --files-from`; a missing directory is listed once, as in the verdict.  All
-four files are created up front, so an empty one means "none", not "not written".
+four files are created up front, so an empty one means "none", not "not written".  A name
+holding a newline cannot be one line: without --from0 it ends the run (exit 2, naming it)
+rather than be written as two names.
 """
 
 import os
@@ -14,6 +16,7 @@ from typing import BinaryIO
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import DiffKind
 from zverify.errors import UsageError
+from zverify.pathnames import for_terminal
 
 CATEGORIES = ("missing", "extra", "differ", "error")
 _CATEGORY = {DiffKind.MISSING: "missing", DiffKind.EXTRA: "extra"} | {
@@ -27,7 +30,6 @@ class ListFiles:
         self._end = b"\0" if nul_terminated else b"\n"
         self._files: dict[str, BinaryIO] = {}
         self._last: dict[str, bytes] = {}
-        self._newlines = 0
         try:
             os.makedirs(directory, exist_ok=True)
             for name in CATEGORIES:
@@ -42,7 +44,11 @@ class ListFiles:
             if self._last.get(category) == path:
                 continue  # one line per path, however many of its attributes differ
             self._last[category] = path
-            self._newlines += self._end == b"\n" and b"\n" in path
+            if self._end == b"\n" and b"\n" in path:
+                raise UsageError(
+                    f"--write-lists {self.directory!r}: '{for_terminal(path)}' holds a newline, "
+                    "which a list of one name per line cannot hold (use --from0)"
+                )
             self._files[category].write((path or b".") + self._end)
 
     def close(self) -> list[str]:
@@ -50,9 +56,4 @@ class ListFiles:
         files, self._files = self._files, {}
         for f in files.values():
             f.close()
-        if not self._newlines:
-            return []
-        return [
-            f"{self._newlines} path(s) in the lists under {self.directory} contain a newline: "
-            "those lines are ambiguous (use --from0 for NUL-terminated lists)"
-        ]
+        return []
