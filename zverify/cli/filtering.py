@@ -46,7 +46,8 @@ FilesFrom = Annotated[
     typer.Option(
         "--files-from",
         metavar="FILE",
-        help="Only these paths (relative to the roots) and what lies below them.",
+        help="Only these paths (relative to the roots) and what lies below them; a listed "
+        "path in neither tree is exit 2.",
     ),
 ]
 From0 = Annotated[
