@@ -145,6 +145,8 @@ def _end_mpi_job(code: int) -> int:
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises (but SystemExit)."""
     signal.signal(signal.SIGTERM, _terminate)
+    if "--mpi" in (sys.argv if argv is None else argv):
+        _hold_mpi_signals()
     try:
         chosen = _make_app(completion=True) if _completion_asked(argv) else app
         code = chosen(args=argv, prog_name="zverify", standalone_mode=False)
@@ -204,6 +206,13 @@ def _usage_error(err: BaseException) -> int:
 
 
 _LEFT_TO_RANK_0 = 0  # not a verdict: the launcher reports the first non-zero rank's status
+
+
+def _hold_mpi_signals() -> None:
+    """A rank must not end before it has joined the MPI job (zverify.mpi.session)."""
+    from zverify.mpi.session import hold_signals
+
+    hold_signals()
 
 
 def _other_mpi_rank() -> bool:
