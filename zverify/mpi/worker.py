@@ -24,6 +24,7 @@ from zverify.mpi.session import (
     TAG_REQUEST,
     TAG_RESULT,
     Session,
+    await_end,
 )
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
@@ -64,6 +65,7 @@ def serve(session: Session) -> int:
         item, _, _ = session.receive(0, TAG_RANGE)
         if item is None:
             _released(session)
+            await_end(session)
             return 0
         index, lo, hi = item
         _walk_range(session, job, index, lo, hi)
