@@ -144,10 +144,10 @@ def _end_mpi_job(code: int) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises (but SystemExit)."""
-    signal.signal(signal.SIGTERM, _terminate)
-    if "--mpi" in (sys.argv if argv is None else argv):
-        _hold_mpi_signals()
-    try:
+    try:  # a signal from the first moment on takes the clean-up path below
+        signal.signal(signal.SIGTERM, _terminate)
+        if "--mpi" in (sys.argv if argv is None else argv):
+            _hold_mpi_signals()
         chosen = _make_app(completion=True) if _completion_asked(argv) else app
         code = chosen(args=argv, prog_name="zverify", standalone_mode=False)
     except ZverifyError as err:
