@@ -6,8 +6,10 @@ README.md); --oversubscribe lets 4 ranks share this machine's cores.
 
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +80,24 @@ def assert_same(one: Done, many: Done, ranks: int) -> None:
     when the exit code is not 0, so stderr is not compared)."""
     assert many.returncode == one.returncode, (ranks, many.returncode, many.stderr[-2000:])
     assert many.stdout == one.stdout, (ranks, many.stderr[-2000:])
+
+
+def cli_running(pid: int) -> bool:
+    """zverify's own code runs in process pid: it catches SIGTERM (cli.run's first act).
+    Before that, a SIGINT can land in the interpreter's own start-up, which Python ends with
+    "Fatal Python error: init_import_site" and exit 1, for every zverify command alike;
+    the signal tests wait for this, as zverify cannot act before it runs."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def mpi_loaded(pid: int) -> bool:
+    """The MPI library is mapped into pid: mpi4py is being imported, MPI_Init runs or ran."""
+    try:
+        return "libmpi" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
