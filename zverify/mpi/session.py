@@ -43,6 +43,7 @@ ABORT_ON_NON_ZERO = "orte_abort_on_non_zero_status"
 # it matches them case-sensitively and takes anything else for its default, true.  Only
 # the fallback below reads them: Open MPI itself is asked first.
 FALSE = ("0", "f", "false", "disabled", "no", "n")
+SOURCES = "by mpirun --mca or --tune, an OMPI_MCA_ variable or an MCA parameter file"
 RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
 HELD_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -113,8 +114,8 @@ def start() -> Session:
     size = comm.Get_size()
     _active = Session(comm, comm.Get_rank(), size, released=size == 1)
     _resume_signals()  # from here, a signal ends the job through end()
-    where = _abort_on_non_zero_off(MPI.__file__)
-    if _active.rank == 0 and where:  # rank 0 says it, then ends the job
+    if _active.rank == 0 and (where := _abort_on_non_zero_off(MPI.__file__)):
+        # rank 0 says it, then ends the job; the others wait for their job meanwhile
         raise UsageError(
             f"Open MPI's {ABORT_ON_NON_ZERO} is off ({where}): a rank that dies would leave "
             "the others waiting forever; unset it"
@@ -129,7 +130,7 @@ def _abort_on_non_zero_off(library: str) -> str | None:
     without that variable or without MPI_T falls back to the environment."""
     value = control_variable(library, ABORT_ON_NON_ZERO)
     if value is not None:
-        return "as Open MPI reports it" if value == 0 else None
+        return SOURCES if value == 0 else None
     if os.environ.get(f"OMPI_MCA_{ABORT_ON_NON_ZERO}", "").strip() in FALSE:
         return f"OMPI_MCA_{ABORT_ON_NON_ZERO} in the environment or mpirun --mca"
     return None
