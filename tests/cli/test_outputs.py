@@ -6,6 +6,7 @@ import json
 import os
 import select
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +94,14 @@ def test_differences_reach_a_pipe_while_the_walk_goes_on(tmp_path: Path) -> None
     )
     try:
         assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready, "nothing on stdout within 60 s"
-        first_lines = proc.stdout.read1(65536).decode()  # type: ignore[attr-defined]
+        # the header line may arrive on its own, a second before the first difference
+        first_lines, deadline = "", time.monotonic() + 60
+        while '"type": "difference"' not in first_lines and time.monotonic() < deadline:
+            ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+            assert ready, f"no difference on stdout within 60 s: {first_lines!r}"
+            chunk = proc.stdout.read1(65536).decode()  # type: ignore[attr-defined]
+            assert chunk, f"stdout closed before a difference: {first_lines!r}"
+            first_lines += chunk
         still_running = proc.poll() is None
     finally:
         proc.kill()
