@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +102,29 @@ def mpi_loaded(pid: int) -> bool:
         return "libmpi" in Path(f"/proc/{pid}/maps").read_text()
     except OSError:
         return False
+
+
+def processes(mark: str) -> dict[int, int | None]:
+    """pid -> MPI rank (None: mpirun) of every process of the job whose environment holds
+    ZVERIFY_TEST_MARK=mark."""
+    found: dict[int, int | None] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"ZVERIFY_TEST_MARK={mark}".encode() in env:
+            ranks = [e for e in env if e.startswith(b"OMPI_COMM_WORLD_RANK=")]
+            found[int(pid)] = int(ranks[0].split(b"=")[1]) if ranks else None
+    return found
+
+
+def rank_pid(mark: str, rank: int, deadline: float) -> int | None:
+    """The pid of rank's zverify in the job marked mark, once it appears (None: not by the
+    deadline, time.monotonic())."""
+    while time.monotonic() < deadline:
+        pids = [pid for pid, r in processes(mark).items() if r == rank]
+        if pids:
+            return pids[0]
+        time.sleep(0.005)
+    return None

@@ -18,6 +18,7 @@ from tests.mpi.helpers import (
     cli_running,
     environment,
     mpi_loaded,
+    rank_pid,
     single,
     under_mpi,
 )
@@ -153,21 +154,6 @@ def three_hundred(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     return str(root / "a"), str(root / "b")
 
 
-def pid_of_rank(mark: str, rank: int, deadline: float) -> int | None:
-    """The pid of the zverify process of rank, in the job whose environment has mark."""
-    wanted = (f"ZVERIFY_TEST_MARK={mark}".encode(), f"OMPI_COMM_WORLD_RANK={rank}".encode())
-    while time.monotonic() < deadline:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if all(w in env for w in wanted):
-                return int(pid)
-        time.sleep(0.005)
-    return None
-
-
 POINTS = [(cli_running, 0.0), (cli_running, 0.15), (mpi_loaded, 0.0), (mpi_loaded, 0.05)]
 
 
@@ -190,7 +176,7 @@ def test_a_signal_during_start_up_ends_the_job(
         )
         point = (reached.__name__, delay)
         try:
-            pid = pid_of_rank(mark, 1, time.monotonic() + RUN_TIMEOUT)
+            pid = rank_pid(mark, 1, time.monotonic() + RUN_TIMEOUT)
             assert pid is not None, "rank 1 never appeared"
             while not reached(pid) and job.poll() is None:
                 time.sleep(0.001)

@@ -11,25 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import console_script
-from tests.mpi.helpers import RUN_TIMEOUT, environment, under_mpi
+from tests.mpi.helpers import RUN_TIMEOUT, environment, rank_pid, under_mpi
 
 VERDICT_WORDS = ("IDENTICAL", "DIFFERENT", '"identical"')
-
-
-def rank_pid(mark: str, rank: int, deadline: float) -> int:
-    """The pid of the zverify process of this rank, of the job whose environment has mark."""
-    while time.monotonic() < deadline:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if f"ZVERIFY_TEST_MARK={mark}".encode() in env and (
-                f"OMPI_COMM_WORLD_RANK={rank}".encode() in env
-            ):
-                return int(pid)
-        time.sleep(0.05)
-    raise AssertionError(f"no rank {rank} appeared")
 
 
 def killed_mid_run(
@@ -48,6 +32,7 @@ def killed_mid_run(
     )
     try:
         pid = rank_pid(mark, rank, time.monotonic() + 30)
+        assert pid is not None, f"no rank {rank} appeared"
         time.sleep(1.0)
         assert job.poll() is None, "the job ended before the kill: make the tree bigger"
         os.kill(pid, sig)

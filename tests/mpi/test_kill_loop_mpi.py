@@ -19,12 +19,11 @@ import subprocess
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from tests.cli.console import console_script
-from tests.mpi.helpers import cli_running, environment, mpi_loaded
+from tests.mpi.helpers import cli_running, environment, mpi_loaded, processes
 
 HANG = 60  # seconds for one job, which takes 2-3 here
 LEFT_BEHIND = 10  # seconds the processes of an ended job may take to go
@@ -70,20 +69,6 @@ class Run:
         since = "MPI loaded" if self.start_up else "launch"
         when = f"{self.delay:.2f} s after {since}"
         return f"-n {self.ranks}, {self.sig.name} to {self.target}, {when} ({sent})"
-
-
-def processes(mark: str) -> dict[int, int | None]:
-    """pid -> MPI rank (None: mpirun) of every process of the job marked mark."""
-    found: dict[int, int | None] = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"ZVERIFY_TEST_MARK={mark}".encode() in env:
-            ranks = [e for e in env if e.startswith(b"OMPI_COMM_WORLD_RANK=")]
-            found[int(pid)] = int(ranks[0].split(b"=")[1]) if ranks else None
-    return found
 
 
 def launch(ranks: int, trees: tuple[str, str], mark: str) -> subprocess.Popen[str]:
