@@ -48,6 +48,7 @@ class BuildWithBlake3(build_ext):
 
     def build_extensions(self) -> None:
         require_header("xxhash.h", "libxxhash-dev", self.compiler)
+        require_header("openssl/evp.h", "libssl-dev", self.compiler)
         self.compiler.src_extensions.append(".S")
         where = blake3_sources.source_dir()
         for ext in self.extensions:
@@ -67,7 +68,7 @@ zvcore = Extension(
     "zverify._zvcore",
     sources=sorted(glob("native/src/*.c") + glob("native/py/*.c")),
     include_dirs=["native/include", "native/src"],
-    libraries=["xxhash"],
+    libraries=["xxhash", "crypto"],
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
     + (SANITIZE if sanitize else []),
     extra_link_args=["-pthread"] + (SANITIZE if sanitize else []),

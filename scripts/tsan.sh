@@ -15,7 +15,7 @@ cd "$scratch"
 python3 setup.py -q build_ext --inplace >/dev/null
 mkdir .tsan
 gcc -std=gnu11 -fsanitize=thread -g -O1 -pthread -Wall -Wextra -Werror \
-    -Inative/include -Inative/src tests/native/walkdump.c native/src/*.c $(python3 native/blake3_sources.py) -lxxhash \
+    -Inative/include -Inative/src tests/native/walkdump.c native/src/*.c $(python3 native/blake3_sources.py) -lxxhash -lcrypto \
     -o .tsan/walkdump
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 driver="$scratch/.tsan/walkdump"

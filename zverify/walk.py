@@ -38,7 +38,12 @@ _DIGEST, _ERROR, _CHANGED = (
 
 
 # Hashed by the C workers; the others (SHA-2, only to check other tools' lists) in Python.
-C_ALGORITHMS = {Algorithm.XXH3_128: _zvcore.ALGO_XXH3_128, Algorithm.BLAKE3: _zvcore.ALGO_BLAKE3}
+C_ALGORITHMS = {
+    Algorithm.XXH3_128: _zvcore.ALGO_XXH3_128,
+    Algorithm.BLAKE3: _zvcore.ALGO_BLAKE3,
+    Algorithm.SHA256: _zvcore.ALGO_SHA256,
+    Algorithm.SHA512: _zvcore.ALGO_SHA512,
+}
 
 
 def default_threads() -> int:

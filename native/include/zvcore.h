@@ -50,8 +50,10 @@ enum zv_hash_algo {
     ZV_HASH_NONE = 0,   /* stat, extents and xattrs only */
     ZV_HASH_XXH3_128 = 1,
     ZV_HASH_BLAKE3 = 2,
+    ZV_HASH_SHA256 = 3, /* SHA-2 through OpenSSL's libcrypto (SHA-NI where the CPU has it) */
+    ZV_HASH_SHA512 = 4,
 };
-#define ZV_DIGEST_MAX 32 /* bytes of the longest digest (BLAKE3) */
+#define ZV_DIGEST_MAX 64 /* bytes of the longest digest (SHA-512) */
 
 /* The operation that failed, so a message can say what was being done. */
 enum zv_op {
@@ -102,7 +104,8 @@ typedef struct zv_record {
     char *xattrs;        /* sequence of: name '\0' u32be(len) value */
     size_t xattrs_len;
     int has_xattrs;      /* 0: not read (error or kind without xattrs) */
-    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical (16 bytes) or BLAKE3 (32) */
+    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical (16), BLAKE3 or SHA-256 (32),
+                                          * SHA-512 (64) */
     size_t digest_len;
     int has_digest;
     int err_op;          /* enum zv_op; ZV_OP_NONE = no error */

@@ -43,7 +43,7 @@ static PyStructSequence_Field record_fields[] = {
     {"hole_bytes", "bytes inside holes (files)"},
     {"link", "symlink target (bytes) or None"},
     {"xattrs", "tuple of (name, value) bytes pairs, sorted, or None if unread"},
-    {"digest", "XXH3-128 canonical (16 bytes) or BLAKE3 (32 bytes) digest, or None"},
+    {"digest", "XXH3-128 canonical (16 bytes), BLAKE3 or SHA-256 (32), SHA-512 (64) digest, or None"},
     {"error", "(operation, errno, offset) or None"},
     {"changed", "None, 'replaced' or 'modified'"},
     {"extents", "data extents ((start, end), ...) of a file with holes, else None"},
@@ -623,7 +623,8 @@ static int add_constants(PyObject *m)
         {"KIND_SOCKET", ZV_KIND_SOCKET},   {"KIND_CHAR", ZV_KIND_CHAR},
         {"KIND_BLOCK", ZV_KIND_BLOCK},     {"KIND_UNKNOWN", ZV_KIND_UNKNOWN},
         {"ALGO_NONE", ZV_HASH_NONE},       {"ALGO_XXH3_128", ZV_HASH_XXH3_128},
-        {"ALGO_BLAKE3", ZV_HASH_BLAKE3},
+        {"ALGO_BLAKE3", ZV_HASH_BLAKE3},   {"ALGO_SHA256", ZV_HASH_SHA256},
+        {"ALGO_SHA512", ZV_HASH_SHA512},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
         if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)

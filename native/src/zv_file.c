@@ -222,8 +222,8 @@ static void check_unchanged(int fd, zv_record *r)
 
 void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r)
 {
-    if (sc->hasher)
-        zv_hasher_reset(sc->hasher);
+    if (sc->hasher && !zv_hasher_reset(sc->hasher))
+        set_error(r, ZV_OP_READ, ENOMEM, 0); /* no digest could start: never a digest */
     if (r->size > sc->opt->block_size)
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     scan_extents(sc, fd, r);
@@ -236,7 +236,10 @@ void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r)
         return;
     if (sc->hasher) {
         r->digest_len = zv_hasher_digest(sc->hasher, r->digest);
-        r->has_digest = 1;
+        if (r->digest_len == 0)
+            set_error(r, ZV_OP_READ, ENOMEM, (int64_t)r->size);
+        else
+            r->has_digest = 1;
     }
 }
 

@@ -5,6 +5,10 @@
  * binding cost a Python thread hop and a GIL round-trip per file, ~3x slower than b3sum
  * on trees of small files.  The sources are not in this repository: setup.py compiles the
  * ones Debian packages (native/blake3_sources.py says where they are).
+ *
+ * SHA-256 and SHA-512 come from OpenSSL's libcrypto, the implementation hashlib uses too,
+ * so that `--hash sha256` hashes in these workers as well: the C join (and so compare
+ * --mpi) needs every digest of a walk made here.
  */
 #include "zv_hash.h"
 
@@ -12,13 +16,21 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include <openssl/evp.h>
+
 #include "blake3.h"
 
 struct zv_hasher {
     int algo;
     XXH3_state_t *xxh; /* 64-byte aligned by the library */
     blake3_hasher b3;
+    EVP_MD_CTX *sha;   /* SHA-256 / SHA-512 */
 };
+
+static int is_sha(int algo)
+{
+    return algo == ZV_HASH_SHA256 || algo == ZV_HASH_SHA512;
+}
 
 /*
  * Which XXH3 build hashes: the AVX2 one when the CPU has it, else Debian's
@@ -38,17 +50,25 @@ static int avx2_enabled(void)
 
 zv_hasher *zv_hasher_new(int algo)
 {
-    if (algo != ZV_HASH_XXH3_128 && algo != ZV_HASH_BLAKE3)
+    if (algo != ZV_HASH_XXH3_128 && algo != ZV_HASH_BLAKE3 && !is_sha(algo))
         return NULL;
     zv_hasher *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
     h->algo = algo;
-    if (algo == ZV_HASH_XXH3_128 && !(h->xxh = XXH3_createState())) {
+    if ((algo == ZV_HASH_XXH3_128 && !(h->xxh = XXH3_createState())) ||
+        (is_sha(algo) && !(h->sha = EVP_MD_CTX_new()))) {
         free(h);
         return NULL;
     }
-    zv_hasher_reset(h);
+    /* the only step that can fail later: tried here, so a worker without it marks its
+     * files ENOMEM as for any failed allocation, instead of hashing nothing */
+    if (is_sha(algo) && !zv_hasher_reset(h)) {
+        zv_hasher_free(h);
+        return NULL;
+    }
+    if (!is_sha(algo))
+        zv_hasher_reset(h);
     return h;
 }
 
@@ -57,22 +77,29 @@ void zv_hasher_free(zv_hasher *h)
     if (!h)
         return;
     XXH3_freeState(h->xxh);
+    EVP_MD_CTX_free(h->sha);
     free(h);
 }
 
-void zv_hasher_reset(zv_hasher *h)
+int zv_hasher_reset(zv_hasher *h)
 {
+    if (is_sha(h->algo))
+        return EVP_DigestInit_ex(h->sha, h->algo == ZV_HASH_SHA256 ? EVP_sha256() : EVP_sha512(),
+                                 NULL) == 1;
     if (h->algo == ZV_HASH_BLAKE3)
         blake3_hasher_init(&h->b3);
     else if (avx2_enabled())
         zv_xxh_avx2_reset(h->xxh);
     else
         XXH3_128bits_reset(h->xxh);
+    return 1;
 }
 
 void zv_hasher_update(zv_hasher *h, const void *data, size_t len)
 {
-    if (h->algo == ZV_HASH_BLAKE3)
+    if (is_sha(h->algo))
+        EVP_DigestUpdate(h->sha, data, len); /* cannot fail for an initialised digest */
+    else if (h->algo == ZV_HASH_BLAKE3)
         blake3_hasher_update(&h->b3, data, len);
     else if (avx2_enabled())
         zv_xxh_avx2_update(h->xxh, data, len);
@@ -82,6 +109,10 @@ void zv_hasher_update(zv_hasher *h, const void *data, size_t len)
 
 size_t zv_hasher_digest(zv_hasher *h, unsigned char out[ZV_DIGEST_MAX])
 {
+    if (is_sha(h->algo)) {
+        unsigned int len = 0;
+        return EVP_DigestFinal_ex(h->sha, out, &len) == 1 ? len : 0;
+    }
     if (h->algo == ZV_HASH_BLAKE3) {
         blake3_hasher_finalize(&h->b3, out, BLAKE3_OUT_LEN);
         return BLAKE3_OUT_LEN;

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.treebuilder import pattern, sparse, write
+from zverify import _zvcore
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = Path(__file__).with_name("walkdump.c")
@@ -74,7 +75,17 @@ def _build(out: Path) -> None:
     sources = [str(SOURCE), *sorted(str(p) for p in (REPO / "native/src").glob("*.c"))]
     includes = [f"-I{REPO / 'native/include'}", f"-I{REPO / 'native/src'}"]
     flags = CFLAGS + (ASAN_FLAGS if SANITIZE else [])
-    cmd = ["gcc", *flags, *includes, *sources, *_blake3_args(), "-lxxhash", "-o", str(out)]
+    cmd = [
+        "gcc",
+        *flags,
+        *includes,
+        *sources,
+        *_blake3_args(),
+        "-lxxhash",
+        "-lcrypto",
+        "-o",
+        str(out),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=_without_preload())
     assert done.returncode == 0, done.stderr
 
@@ -236,6 +247,16 @@ def test_same_records_for_any_thread_count(
     records, end = dump(driver, tree, *args)
     assert end == f"end EDONE records={len(records)}"
     assert records == full
+
+
+def test_sha2_workers_give_the_same_records_at_any_thread_count(
+    driver: list[str], tree: Path
+) -> None:
+    """libcrypto's SHA-2 contexts, one per worker, under the sanitizers too."""
+    for algo in (_zvcore.ALGO_SHA256, _zvcore.ALGO_SHA512):
+        one, _ = dump(driver, tree, "-t", "1", "-a", str(algo))
+        eight, end = dump(driver, tree, "-t", "8", "-a", str(algo))
+        assert end == f"end EDONE records={len(eight)}" and eight == one
 
 
 def test_driver_prints_what_walker_returns(tree: Path, full: list[str]) -> None:

@@ -47,10 +47,11 @@ def compare_distributed(
     """The single-node engine over both live trees, walked by ranks 1..N-1."""
     if options.hash_content and options.algorithm not in C_ALGORITHMS:
         # a range is walked and joined in the C core (its key-range context records exist
-        # only there), and the C core hashes XXH3-128 and BLAKE3 only
+        # only there); every --hash is hashed there, so only an algorithm added to
+        # hashing.CHOICES without a C hasher could get here
         raise UsageError(
             f"--mpi with more than one rank hashes in the C core, which has no "
-            f"{options.algorithm}: use --hash xxh3-128 or blake3, or -n 1"
+            f"{options.algorithm}: use --hash xxh3-128, blake3, sha256 or sha512, or -n 1"
         )
     job = Job(
         s.label, d.label, options.algorithm, threads, options.hash_content, options.xattrs,
