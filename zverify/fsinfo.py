@@ -109,8 +109,24 @@ CAP_SYS_ADMIN = 21
 
 def unreadable_xattr_namespaces() -> list[str]:
     """xattr namespaces the kernel hides from this process: listxattr() leaves trusted.*
-    out without CAP_SYS_ADMIN, so a missing trusted.* xattr would pass unseen."""
-    return [] if _has_capability(CAP_SYS_ADMIN) else ["trusted.* xattrs"]
+    out without CAP_SYS_ADMIN in the initial user namespace, so a missing trusted.* xattr
+    would pass unseen.  Root of a user namespace (rootless containers, `unshare -r`) has
+    the capability in its own namespace only, and is just as blind."""
+    seen = _has_capability(CAP_SYS_ADMIN) and _in_initial_user_namespace()
+    return [] if seen else ["trusted.* xattrs"]
+
+
+def _in_initial_user_namespace() -> bool:
+    """The initial user namespace maps every uid onto itself: "0 0 4294967295"."""
+    try:
+        with open("/proc/self/uid_map", encoding="ascii", errors="replace") as f:
+            return f.read().split() == ["0", "0", "4294967295"]
+    except FileNotFoundError:
+        # No /proc (a chroot, an initramfs) or a kernel without user namespaces: the
+        # capabilities came from capget(2), which a process there can only take at its word.
+        return True
+    except OSError:
+        return False
 
 
 def _has_capability(bit: int) -> bool:
