@@ -1,6 +1,7 @@
-"""zverify.boundedjson: json.loads with nesting refused before Python's parser recurses."""
+"""zverify.boundedjson: json.loads where nesting too deep to parse is a ValueError."""
 
 import json
+import time
 
 import pytest
 from hypothesis import given
@@ -24,30 +25,22 @@ def test_agrees_with_json_loads_on_what_it_accepts(value: object) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "[" * 200_000,  # json.loads: RecursionError, which is no ValueError
-        "[" * 33 + "]" * 33,  # valid JSON, but deeper than any file zverify reads
-        '{"a":' * 40 + "1" + "}" * 40,
-        '["\\\\"' + "[" * 40,  # an escaped backslash ends the string: the brackets count
-        "]" * 100 + "[" * 40,  # closing brackets first do not hide later depth
-    ],
+    ["[" * 200_000, '{"a":' * 200_000 + "1" + "}" * 200_000, '[{"a":' * 100_000],
 )
 def test_deep_nesting_is_a_value_error(text: str) -> None:
+    with pytest.raises(RecursionError):
+        json.loads(text)  # what every caller failed to catch (review 3, H4)
     with pytest.raises(boundedjson.TooDeep, match="nested too deeply"):
         boundedjson.loads(text)
     with pytest.raises(ValueError):
         boundedjson.loads(text.encode("utf-16-le"))
 
 
-def test_brackets_in_strings_do_not_count() -> None:
-    text = json.dumps(["[" * 1000, "{" * 1000, '\\"[[[[' * 100])
-    assert boundedjson.loads(text) == json.loads(text)
-    assert boundedjson.loads("[" * 32 + "]" * 32) == json.loads("[" * 32 + "]" * 32)
-
-
-def test_an_unterminated_string_is_refused_in_linear_time() -> None:
-    text = "[" * 33 + '"' + '\\"' * 1_000_000  # quote after quote, none of them closing
+def test_hostile_strings_take_linear_time() -> None:
+    """Quote after escaped quote, a lone backslash at the end: the parser refuses it in one
+    pass (a regex pre-scan of this change once took O(n^2) on it)."""
+    text = "[" * 40 + '"' + '\\"' * 500_000 + "\\"
+    started = time.monotonic()
     with pytest.raises(ValueError):
-        boundedjson.loads(text[33:] + "[" * 40)
-    with pytest.raises(boundedjson.TooDeep):
         boundedjson.loads(text)
+    assert time.monotonic() - started < 2.0

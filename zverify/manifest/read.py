@@ -113,7 +113,7 @@ class NativeManifest:
     def _decode(self, raw: bytes) -> dict[str, Any]:
         try:
             obj = boundedjson.loads(raw.decode("ascii"))
-        except boundedjson.TooDeep as err:  # [[[[... : no line zverify writes nests 3 deep
+        except boundedjson.TooDeep as err:  # [[[[... : no line zverify writes nests 4 deep
             raise self._error(str(err)) from None
         except ValueError:  # UnicodeDecodeError too
             raise self._error("not a line of ASCII JSON") from None
