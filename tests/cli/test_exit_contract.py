@@ -227,6 +227,32 @@ def test_signal_stops_within_a_second_without_verdict(
         assert doc["complete"] is False and "exit_code" not in doc
 
 
+def test_mpi_as_the_value_of_another_option_does_not_hold_signals(
+    huge_sparse_trees: tuple[Path, Path],
+) -> None:
+    """'--mpi' anywhere on the command line makes the CLI hold SIGTERM until MPI starts; as
+    the value of --exclude it never starts, and the signal was swallowed for the whole run
+    (review of this change).  Now the run still ends at once, 143, no verdict."""
+    src, dst = huge_sparse_trees
+    command = ["compare", "--no-progress", "--threads", "1", "--exclude", "--mpi"]
+    proc = subprocess.Popen(
+        [console_script(), *command, str(src), str(dst)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+    time.sleep(1.5)
+    assert proc.poll() is None, "finished before the signal: the files are too small"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143 and err.strip().endswith("zverify: terminated"), err
+    assert not any(w in out for w in ("IDENTICAL", "DIFFERENT", "INCOMPLETE")), out
+
+
 def test_json_verdict_matches_exit_code(trees: tuple[str, str]) -> None:
     src, dst = trees
     Path(dst, "extra").write_bytes(b"")

@@ -1,5 +1,6 @@
 """`zverify compare SRC DST`."""
 
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -114,6 +115,8 @@ def compare(
     from zverify.report.lists import ListFiles
     from zverify.report.outputs import Outputs, stdout_writer
 
+    if not mpi:
+        _no_mpi_job()
     ranks = _join_mpi_job() if mpi else None
     if ranks is not None and ranks.rank != 0:
         from zverify.mpi.worker import serve
@@ -180,6 +183,15 @@ def _join_mpi_job() -> "Session":
     from zverify.mpi.session import start
 
     return start()
+
+
+def _no_mpi_job() -> None:
+    """'--mpi' was somewhere on the command line (the value of another option, a path after
+    --), so the CLI held SIGTERM and SIGINT for an MPI start that will not come: give them
+    back, and deliver one that came meanwhile."""
+    session = sys.modules.get("zverify.mpi.session")
+    if session is not None:
+        session.resume_signals()
 
 
 def _rendering(

@@ -90,8 +90,9 @@ def _hold(signum: int, frame: FrameType | None) -> None:
     _held.append(signum)
 
 
-def _resume_signals() -> None:
-    """The handlers hold_signals replaced are back, and a held signal reaches them now."""
+def resume_signals() -> None:
+    """The handlers hold_signals replaced are back, and a held signal reaches them now
+    (start(), and the CLI when --mpi turns out not to have been asked)."""
     for signum, handler in _handlers.items():
         signal.signal(signum, handler)
     _handlers.clear()
@@ -105,7 +106,7 @@ def start() -> Session:
     try:
         from mpi4py import MPI
     except (ImportError, OSError) as err:
-        _resume_signals()
+        resume_signals()
         raise UsageError(
             f"--mpi needs mpi4py and an MPI library ({err}): pip install 'zverify[mpi]' "
             "and install Open MPI or MPICH (Debian: openmpi-bin)"
@@ -113,7 +114,7 @@ def start() -> Session:
     comm = MPI.COMM_WORLD
     size = comm.Get_size()
     _active = Session(comm, comm.Get_rank(), size, released=size == 1)
-    _resume_signals()  # from here, a signal ends the job through end()
+    resume_signals()  # from here, a signal ends the job through end()
     if _active.rank == 0 and (where := _abort_on_non_zero_off(MPI.__file__)):
         # rank 0 says it, then ends the job; the others wait for their job meanwhile
         raise UsageError(
@@ -173,8 +174,10 @@ def end(code: int) -> int:
     on rank 0 once every other rank is released; a released rank; a singleton), else ends
     the whole job through MPI_Abort: with rank 0's code, or with 2 from another rank."""
     session = _active
-    if session is None:
-        _handlers.clear()  # MPI never started (a usage error): nothing to end but this rank
+    if session is None:  # MPI never started (a usage error): nothing to end but this rank
+        _handlers.clear()
+        if _held:  # signalled meanwhile: that is how this run ended
+            return exitcodes.TERMINATED if _held[0] == signal.SIGTERM else exitcodes.INTERRUPTED
         return code
     if session.released and session.rank != 0:
         return code  # rank 0 ends the job
