@@ -7,6 +7,9 @@ escaped, so the original bytes can always be recovered.
 """
 
 import re
+from collections.abc import Sequence
+
+SHOWN_PATHS = 10  # paths named in one line of a message; the rest are counted
 
 
 def sort_key(path: bytes) -> bytes:
@@ -78,3 +81,12 @@ def for_terminal(path: bytes) -> str:
     text = escape(path)
     text = _CONTROL.sub(_control_escape, text)
     return _EDGE_SPACE.sub(lambda m: m.group(0).replace(" ", "\\x20"), text)
+
+
+def shown_paths(paths: Sequence[bytes], quoted: bool = False) -> str:
+    """The first SHOWN_PATHS paths as for_terminal shows them ("." for the root), and how
+    many more: a message about any number of paths stays one line."""
+    names = [for_terminal(p) or "." for p in paths[:SHOWN_PATHS]]
+    shown = ", ".join(f"'{n}'" if quoted else n for n in names)
+    more = len(paths) - SHOWN_PATHS
+    return shown + (f" and {more:,} more" if more > 0 else "")

@@ -133,6 +133,24 @@ def test_h1_a_listed_path_in_neither_tree_is_exit_2_naming_it(
 
 
 @needs_installed_command
+@pytest.mark.parametrize("fmt", ["native", "sha256sum", "b3sum", "mtree"])
+def test_h1_a_manifest_of_a_list_naming_what_is_not_there_is_exit_2(
+    newline_trees: tuple[Path, Path], tmp_path: Path, fmt: str
+) -> None:
+    """A checkfile made from such a list simply lacked the path, and `sha256sum -c` passed."""
+    src, _ = newline_trees
+    write(src / "here", b"h")
+    listing = tmp_path / "list"
+    listing.write_bytes(b"here\nno-such-path\n")
+    out = tmp_path / f"m.{fmt}"
+    done = zverify(
+        "manifest", "--format", fmt, "--files-from", str(listing), str(src), "-o", str(out)
+    )
+    assert done.returncode == 2, done.stderr
+    assert "1 listed path(s) not in the tree: 'no-such-path'" in done.stderr
+
+
+@needs_installed_command
 def test_h1_a_listed_path_found_on_one_side_only_is_a_difference(
     newline_trees: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -168,13 +168,11 @@ def _say_not_found(files_from: str | None, paths: list[bytes]) -> None:
     """One line on stderr, whatever stdout holds: the list named what is not there."""
     import sys
 
-    from zverify.pathnames import for_terminal
+    from zverify.pathnames import shown_paths
 
-    shown = ", ".join(f"'{for_terminal(p)}'" for p in paths[:10])
-    more = f" and {len(paths) - 10:,} more" if len(paths) > 10 else ""
     print(
         f"zverify: --files-from {files_from!r}: {len(paths):,} listed path(s) in neither "
-        f"tree: {shown}{more}",
+        f"tree: {shown_paths(paths, quoted=True)}",
         file=sys.stderr,
     )
 

@@ -14,8 +14,6 @@ from zverify.manifest import FORMATS, STDIO
 if TYPE_CHECKING:
     from zverify.hashing import Algorithm
 
-SHOWN_PATHS = 10
-
 
 def manifest(
     tree: Annotated[str, typer.Argument(help="The tree to record.")],
@@ -52,6 +50,7 @@ def manifest(
     from zverify.cli.options import check_threads
     from zverify.manifest.files import atomic_output
     from zverify.manifest.write import write_manifest
+    from zverify.pathnames import shown_paths
     from zverify.progress import entry_progress, wanted
     from zverify.walk import WalkOptions, default_threads
 
@@ -85,26 +84,25 @@ def manifest(
         why = ", ".join(f"{n:,} {reason}" for reason, n in summary.uncheckable_why.items())
         print(
             f"zverify: {len(summary.uncheckable):,} file names `{fmt} -c` cannot check ({why}); "
-            f"their lines make it fail: {_listed(summary.uncheckable)}",
+            f"their lines make it fail: {shown_paths(summary.uncheckable)}",
             file=sys.stderr,
         )
     if summary.unreadable:
         print(
             f"zverify: {len(summary.unreadable):,} entries could not be read and are recorded "
-            f"as errors: {_listed(summary.unreadable)}",
+            f"as errors: {shown_paths(summary.unreadable)}",
             file=sys.stderr,
         )
-    if summary.unreadable or summary.uncheckable:
+    unseen = options.filter.unseen()
+    if unseen:  # as compare: a list naming what is not there recorded less than it says
+        print(
+            f"zverify: --files-from {files_from!r}: {len(unseen):,} listed path(s) not in "
+            f"the tree: {shown_paths(unseen, quoted=True)}",
+            file=sys.stderr,
+        )
+    if summary.unreadable or summary.uncheckable or unseen:
         return exitcodes.TROUBLE
     return exitcodes.IDENTICAL
-
-
-def _listed(paths: list[bytes]) -> str:
-    from zverify.pathnames import for_terminal
-
-    shown = ", ".join(for_terminal(p) or "." for p in paths[:SHOWN_PATHS])
-    more = len(paths) - SHOWN_PATHS
-    return shown + (f" and {more:,} more" if more > 0 else "")
 
 
 def _algorithm(fmt: str, hash_name: str | None) -> "Algorithm":

@@ -10,7 +10,7 @@ from zverify.compare.policy import CODES, PROFILES
 from zverify.compare.result import CompareResult
 from zverify.compare.sizes import COMPONENTS, SideTally
 from zverify.fsinfo import FsInfo
-from zverify.pathnames import for_terminal
+from zverify.pathnames import for_terminal, shown_paths
 
 
 def difference_line(d: Difference) -> str:
@@ -40,11 +40,9 @@ def _side_line(label: str, root: str, tally: SideTally, fs: FsInfo) -> str:
 def _verdict(result: CompareResult) -> str:
     if result.unlisted:
         n = len(result.unlisted)
-        shown = ", ".join(for_terminal(p) for p in result.unlisted[:10])
-        more = f" and {n - 10:,} more" if n > 10 else ""
         return (
             f"INCOMPLETE: {n:,} --files-from path{'s' * (n != 1)} listed but in neither tree "
-            f"({shown}{more}); {_found(result)}{_narrowed(result)}"
+            f"({shown_paths(result.unlisted)}); {_found(result)}{_narrowed(result)}"
         )
     if result.identical:
         return f"IDENTICAL under {_checks(result)}{_narrowed(result)}"
