@@ -317,6 +317,18 @@ def test_tag_lines_as_rfc_8493_writes_them(tmp_path: Path, info: str, valid: boo
         assert "bag-info.txt line 1" in message, message
 
 
+def test_a_long_folded_tag_value_is_read_in_linear_time(tmp_path: Path) -> None:
+    """100,000 continuation lines (6 MB of bag-info.txt): each one rebuilt the whole value
+    before (30,000 took 13.5 s, this ~150 s); now well under a second of parsing."""
+    import time
+
+    folded = "External-Description: start\n" + ("  " + "y" * 59 + "\n") * 100_000
+    bag = hand_bag(tmp_path / "bag", {"a": b"one"}, info=folded + "Payload-Oxum: 3.1\n")
+    started = time.monotonic()
+    assert zverify_verdict(bag) == 0
+    assert time.monotonic() - started < 10
+
+
 def test_payload_paths_may_start_with_dot_slash(tmp_path: Path) -> None:
     """RFC 8493 §2.1.3: a path relative to the base directory; bagit-python normalises it."""
     bag = hand_bag(tmp_path / "bag", FILES, ("sha256", "md5"), prefix="./data/")

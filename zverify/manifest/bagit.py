@@ -220,14 +220,14 @@ def _tags(
     exactly one space or tab after the colon and none around the label, before it any
     whitespace around the colon.  A line that starts with whitespace continues the value
     (its indentation is not part of it); blank lines are skipped."""
-    tag: tuple[int, str, str] | None = None
+    tag: tuple[int, str, list[str]] | None = None  # the value's parts: joined once, at the end
     for number, line in lines:
         if not line.strip(" \t"):
             continue
         if line[0] in " \t":
             if tag is None:
                 raise BagError(name, number, "a continuation line with no tag before it")
-            tag = (tag[0], tag[1], tag[2] + "\n" + line.lstrip(" \t"))
+            tag[2].append(line.lstrip(" \t"))
             continue
         label, colon, value = line.partition(":")
         if strict and colon and label == label.strip(" \t") and value[:1] in ("", " ", "\t"):
@@ -237,10 +237,10 @@ def _tags(
         else:
             raise BagError(name, number, "not 'Label: value'")
         if tag is not None:
-            yield tag
-        tag = (number, label, value)
+            yield tag[0], tag[1], "\n".join(tag[2])
+        tag = (number, label, [value])
     if tag is not None:
-        yield tag
+        yield tag[0], tag[1], "\n".join(tag[2])
 
 
 def _tag_values(tags: Iterable[tuple[int, str, str]]) -> Iterator[tuple[str, str]]:
@@ -286,21 +286,22 @@ def _manifest_lines(bag: Path, name: str, encoding: str) -> Iterator[tuple[int, 
 
 def _read_manifest(bag: Path, name: str, encoding: str) -> _Manifest:
     algorithm = _hashlib_name(name)
+    size = hashlib.new(algorithm).digest_size
     found: dict[bytes, bytes] = {}
     for number, checksum, path in _manifest_lines(bag, name, encoding):
         key = _payload_name(name, path, number)
         if key in found:
             raise BagError(name, number, f"{path!r} listed twice")
-        found[key] = _digest(name, number, checksum, algorithm)
+        found[key] = _digest(name, number, checksum, size)
     return _Manifest(name, algorithm, found)
 
 
-def _digest(name: str, number: int, checksum: str, algorithm: str) -> bytes:
+def _digest(name: str, number: int, checksum: str, size: int) -> bytes:
     try:
         digest = bytes.fromhex(checksum)
     except ValueError:
         raise BagError(name, number, "the checksum is not hex") from None
-    if len(digest) != hashlib.new(algorithm).digest_size:
+    if len(digest) != size:
         raise BagError(name, number, f"not a {_algorithm_name(name)} checksum")
     return digest
 
@@ -325,8 +326,9 @@ def _check_tag_manifests(bag: Path, encoding: str) -> None:
     """Tag manifests protect the payload manifests: any mismatch means they were changed."""
     for tagmanifest in sorted(t.name for t in bag.glob("tagmanifest-*.txt")):
         algorithm = _hashlib_name(tagmanifest)
+        size = hashlib.new(algorithm).digest_size
         for number, checksum, name in _manifest_lines(bag, tagmanifest, encoding):
-            expected = _digest(tagmanifest, number, checksum, algorithm)
+            expected = _digest(tagmanifest, number, checksum, size)
             name = name.removeprefix("./")
             if name == "data" or name.startswith("data/"):
                 raise BagError(tagmanifest, number, f"{name!r} is payload, not a tag file")
