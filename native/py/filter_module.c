@@ -37,7 +37,8 @@ static int add_rules(zv_filter *f, PyObject *rules)
         if (rc != ZV_OK) {
             PyErr_SetObject(PyExc_ValueError,
                             Py_BuildValue("(ns)", i, "empty, '/' alone, a trailing '\\', an "
-                                                     "unterminated '[' or an unknown [:class:]"));
+                                                     "unterminated '[', an unknown [:class:] "
+                                                     "or a '/' inside [...]"));
             break;
         }
     }

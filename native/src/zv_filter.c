@@ -103,7 +103,10 @@ static int in_named_class(const char *name, size_t len, unsigned c)
 /*
  * [...] at p[i] (just after '['), read as rsync's wildmatch reads it: the first member may
  * be ']', "a-z" is a range, "\x" quotes x, "[:alpha:]" a named class.  Fills set and
- * returns the index after ']', or 0 when unterminated or a class name is unknown.
+ * returns the index after ']', or 0 when unterminated, a class name is unknown, or a '/'
+ * is written inside: rsync counts every '/' of a pattern as a path separator (`[!/]` must
+ * then match two components, and never matches), which this matcher cannot follow, so
+ * such a pattern is refused rather than read another way.
  */
 static size_t parse_class(const char *p, size_t len, size_t i, unsigned char *set)
 {
@@ -116,8 +119,10 @@ static size_t parse_class(const char *p, size_t len, size_t i, unsigned char *se
     size_t first = i;
     while (i < len && (p[i] != ']' || i == first)) {
         unsigned char c = (unsigned char)p[i];
+        if (c == '/')
+            return 0;
         if (c == '\\') {
-            if (++i >= len)
+            if (++i >= len || p[i] == '/')
                 return 0;
             c = (unsigned char)p[i];
             set[c] = 1;
@@ -129,6 +134,8 @@ static size_t parse_class(const char *p, size_t len, size_t i, unsigned char *se
                     return 0;
                 hi = (unsigned char)p[i];
             }
+            if (hi == '/')
+                return 0;
             for (unsigned x = (unsigned)prev; x <= hi; x++)
                 set[x] = 1;
             prev = -1;
