@@ -51,9 +51,8 @@ class ListFiles:
                 )
             self._files[category].write((path or b".") + self._end)
 
-    def close(self) -> list[str]:
-        """Close every file (errors such as a full disk raise OSError); returns notes."""
+    def close(self) -> None:
+        """Close every file (errors such as a full disk raise OSError)."""
         files, self._files = self._files, {}
         for f in files.values():
             f.close()
-        return []

@@ -54,7 +54,7 @@ class Outputs:
 
     def finish(self, result: CompareResult) -> None:
         if self._lists is not None:
-            result.notes.extend(self._lists.close())
+            self._lists.close()
         self._rendering.finish(result)
 
     def abort(self, message: str) -> None:
