@@ -257,6 +257,12 @@ TOOLS = [
     ),
     Tool("zverify blake3", f'{ZV} --hash blake3 "$SRC" "$DST"', lambda rc, _: rc == 0),
     Tool(
+        "zverify sha256",
+        f'{ZV} --hash sha256 "$SRC" "$DST"',
+        lambda rc, _: rc == 0,
+        "SHA-256 in the C workers (OpenSSL's libcrypto), as sha256sum lists check",
+    ),
+    Tool(
         "zverify + 10 excludes",
         ZV + " " + " ".join(f"--exclude '{p}'" for p in _NO_MATCH) + ' "$SRC" "$DST"',
         lambda rc, _: rc == 0,
