@@ -227,16 +227,19 @@ def test_signal_stops_within_a_second_without_verdict(
         assert doc["complete"] is False and "exit_code" not in doc
 
 
+@pytest.mark.parametrize("command", ["compare", "manifest"])
 def test_mpi_as_the_value_of_another_option_does_not_hold_signals(
-    huge_sparse_trees: tuple[Path, Path],
+    huge_sparse_trees: tuple[Path, Path], tmp_path: Path, command: str
 ) -> None:
-    """'--mpi' anywhere on the command line makes the CLI hold SIGTERM until MPI starts; as
+    """'--mpi' on a compare command line makes the CLI hold SIGTERM until MPI starts; as
     the value of --exclude it never starts, and the signal was swallowed for the whole run
-    (review of this change).  Now the run still ends at once, 143, no verdict."""
+    (review of this change), in manifest too.  Now the run still ends at once, 143, no
+    verdict."""
     src, dst = huge_sparse_trees
-    command = ["compare", "--no-progress", "--threads", "1", "--exclude", "--mpi"]
+    args = [str(src), str(dst)] if command == "compare" else [str(src), "-o", str(tmp_path / "m")]
+    options = ["--no-progress", "--threads", "1", "--exclude", "--mpi"]
     proc = subprocess.Popen(
-        [console_script(), *command, str(src), str(dst)],
+        [console_script(), command, *options, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -83,6 +83,15 @@ def _completion_asked(argv: list[str] | None) -> bool:
     return "_ZVERIFY_COMPLETE" in os.environ or any(a in COMPLETION_FLAGS for a in args)
 
 
+def _mpi_asked(argv: list[str] | None) -> bool:
+    """Might this be `compare --mpi` (known for sure only once parsed)?  Only compare has
+    --mpi and gives held signals back when it was not asked; any other command must never
+    hold them, whatever its arguments say ('--mpi' can be a pattern or a path)."""
+    args = sys.argv[1:] if argv is None else argv
+    command = next((a for a in args if not a.startswith("-")), None)
+    return command == "compare" and "--mpi" in args
+
+
 def _show_version(value: bool) -> None:
     if value:
         from zverify.version import describe
@@ -146,7 +155,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises (but SystemExit)."""
     try:  # a signal from the first moment on takes the clean-up path below
         signal.signal(signal.SIGTERM, _terminate)
-        if "--mpi" in (sys.argv if argv is None else argv):
+        if _mpi_asked(argv):
             _hold_mpi_signals()
         chosen = _make_app(completion=True) if _completion_asked(argv) else app
         code = chosen(args=argv, prog_name="zverify", standalone_mode=False)
