@@ -163,6 +163,53 @@ def test_a_replication_package_is_named_after_its_top_dataset(tmp_path: Path) ->
     }
 
 
+def test_names_typed_by_hand_are_hints_not_problems(tmp_path: Path) -> None:
+    """Issue 29: the seed's own commands (`zfs send pool/fs@s1 > fs@s1.zfsfull`, then
+    `fs@s1-@s2.zfsinc`) name a stream by the last part of its dataset; a name outside any
+    convention is chained by content; a -R package is named by its top dataset."""
+    root = archive(
+        tmp_path,
+        **{"fs@s1.zfsfull": "full_fs_s1.zstream",
+           "fs@s1-@s2.zfsinc": "incr_fs_s1_s2.zstream",
+           "my backup of tuesday.bin": "incr_empty_fs_s2_s3.zstream"},
+    )  # fmt: skip
+    code, doc = check(root)
+    assert code == 0 and problems(doc) == set()
+    chain = ["fs@s1.zfsfull", "fs@s1-@s2.zfsinc", "my backup of tuesday.bin"]
+    assert restorable(doc)["s3"] == chain
+    shutil.rmtree(root)
+    root = archive(tmp_path, **{"fs@s2.zfsfull": "replicate_R_fs_s2.zstream"})
+    code, doc = check(root)
+    assert code == 0 and problems(doc) == set()
+
+
+def test_names_that_contradict_the_stream_are_still_reported(tmp_path: Path) -> None:
+    root = archive(
+        tmp_path,
+        **{"fs@s1.zfsfull": "full_fs_s1.zstream",
+           "fs@s1-@s9.zfsinc": "incr_fs_s1_s2.zstream",  # other snapshots
+           "other@s1.zfsfull": "full_fs_s1.zstream",  # another dataset
+           "s@s1.zfsfull": "full_fs_s1.zstream",  # `s` is not a trailing part of zv/fs
+           "fs@s0-@s1.zfsinc": "full_fs_s1.zstream"},  # a full named incremental
+    )  # fmt: skip
+    code, doc = check(root)
+    lies = {f for f, k in problems(doc) if k == "name-mismatch"}
+    assert code == 1
+    assert lies == {"fs@s1-@s9.zfsinc", "other@s1.zfsfull", "s@s1.zfsfull", "fs@s0-@s1.zfsinc"}
+
+
+@pytest.mark.parametrize("suffix", [".zst", ".gz", ".xz", ".lz4", ".zstd"])
+def test_a_compression_suffix_is_not_part_of_the_name(suffix: str) -> None:
+    parsed = names.parse(f"setname@0-@9.zfsincstream{suffix}")
+    assert parsed is not None and (parsed.dataset, parsed.from_snap, parsed.to_snap) == (
+        "setname",
+        "0",
+        "9",
+    )
+    assert names.names_dataset("setname", "poolname/setname")
+    assert not names.names_dataset("name", "poolname/setname")
+
+
 def test_sidecars_must_agree_with_their_streams(tmp_path: Path) -> None:
     root = archive(tmp_path, FULL_S1, INC_S1_S2, INC_S2_S3)
     size = (root / FULL_S1).stat().st_size

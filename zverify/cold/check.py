@@ -329,7 +329,7 @@ def _stream_problem(name: str, report: StreamReport) -> Problem:
 
 
 def _check_names(files: list[FileReport]) -> None:
-    """A conventional name must agree with the stream inside (dataset, snapshots, kind)."""
+    """A conventional name is a hint: reported only where it contradicts the stream inside."""
     snapshot_of = {
         (s.dataset, s.to_guid): s.snapshot for f in files if f.archived for s in f.archived.steps
     }
@@ -337,25 +337,35 @@ def _check_names(files: list[FileReport]) -> None:
         claimed = names.parse(f.name)
         if claimed is None or f.archived is None:
             continue
-        # A -R package carries several datasets: its name speaks for the one it names (its
-        # top dataset, by the convention), so only that dataset's steps are held against it.
-        steps = f.archived.steps
-        named = claimed.dataset if any(s.dataset == claimed.dataset for s in steps) else None
-        own = [s for s in steps if s.dataset == (named or steps[0].dataset)]
-        first, last = own[0], own[-1]
-        actual_from = snapshot_of.get((first.dataset, first.from_guid)) if first.from_guid else None
-        mismatches = []
-        if claimed.dataset != last.dataset:
-            mismatches.append(f"dataset {last.dataset!r}")
-        if claimed.to_snap != last.snapshot:
-            mismatches.append(f"ends at @{last.snapshot}")
-        if (claimed.from_snap is None) != (first.from_guid == 0):
-            mismatches.append("is a full stream" if first.from_guid == 0 else "is incremental")
-        elif claimed.from_snap and actual_from and claimed.from_snap != actual_from:
-            mismatches.append(f"starts from @{actual_from}")
-        if mismatches:
-            message = f"the name says otherwise: the stream {', '.join(mismatches)}"
+        contradictions = _contradictions(claimed, f.archived.steps, snapshot_of)
+        if contradictions:
+            message = f"the name says otherwise: the stream {', '.join(contradictions)}"
             f.problems.append(Problem(f.name, "name-mismatch", message))
+
+
+def _contradictions(
+    claimed: names.ParsedName, steps: tuple[Step, ...], snapshot_of: dict[tuple[str, int], str]
+) -> list[str]:
+    """What in the stream contradicts its name.  A -R package carries several datasets and is
+    named by its top one: the name is held against the topmost dataset it names (`setname`
+    names `pool/setname`, and also a child `pool/setname/x/setname`: the top one speaks)."""
+    datasets = list(dict.fromkeys(s.dataset for s in steps))
+    named = [d for d in datasets if names.names_dataset(claimed.dataset, d)]
+    if not named:
+        return [f"is of {', '.join(datasets)}"]
+    top = min(named, key=lambda d: (d.count("/"), d))
+    own = [s for s in steps if s.dataset == top]
+    first, last = own[0], own[-1]
+    found = []
+    if claimed.to_snap != last.snapshot:
+        found.append(f"ends at @{last.snapshot}")
+    if (claimed.from_snap is None) != (first.from_guid == 0):
+        found.append("is a full stream" if first.from_guid == 0 else "is incremental")
+    elif claimed.from_snap is not None:
+        actual_from = snapshot_of.get((first.dataset, first.from_guid))
+        if actual_from is not None and claimed.from_snap != actual_from:
+            found.append(f"starts from @{actual_from}")
+    return found
 
 
 def _check_sidecars(

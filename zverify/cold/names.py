@@ -1,12 +1,20 @@
-"""Archive file names, in the seed convention and reversible for any dataset name:
+"""Archive file names: hints for people, never what a chain is built from.
 
-  NAME@S.zfsfull          a full stream of snapshot S
+The convention (the one people use when they archive by hand, and the one `cold send` writes):
+
+  NAME@S.zfsfull          a full stream of snapshot S (or a `zfs send -R` package)
   NAME@A-@B.zfsinc        an incremental from A to B (`zfs send -i`)
   NAME@A-@B.zfsincstream  a package from A to B with every snapshot between (`zfs send -I`)
 
-NAME is the dataset with '%' written '%25', '/' written '%2F' and '@' written '%40', so any
-dataset name makes one file name and back.  Names are for people: chains are always rebuilt from the
-stream headers, and a name that disagrees with its content is reported.
+optionally followed by a compression suffix (.zst, .gz, .xz, .lz4: the content is recognised by
+its magic, never by the suffix).  NAME is the dataset or a trailing part of it: `setname` for
+`poolname/setname`, as people type it after `zfs send poolname/setname@0 >`.  `cold send` writes
+the whole dataset with '%' written '%25', '/' written '%2F' and '@' written '%40', so any dataset
+name makes one file name and back.
+
+Chains are always rebuilt from the stream headers.  A name is held against its stream only where
+it contradicts it (another dataset, other snapshots, full against incremental); a name outside
+the convention is no problem at all.
 """
 
 import os
@@ -17,6 +25,7 @@ from zverify.pathnames import display, for_terminal
 
 FULL, INCREMENTAL, INTERMEDIATE = ".zfsfull", ".zfsinc", ".zfsincstream"
 PARTIAL = ".partial"
+COMPRESSION_SUFFIXES = (".zst", ".zstd", ".gz", ".xz", ".lz4")
 _PATTERN = re.compile(
     r"^(?P<dataset>[^@]+)@(?:(?P<from_snap>[^@]+)-@)?(?P<to_snap>[^@]+)"
     r"(?P<suffix>\.zfsfull|\.zfsincstream|\.zfsinc)$"
@@ -40,7 +49,10 @@ def decode_dataset(text: str) -> str:
 
 
 def parse(name: str) -> ParsedName | None:
-    """What a file name claims, or None when it does not follow the convention."""
+    """What a file name (or the last part of a path) claims, or None when it does not follow
+    the convention."""
+    name = name.rpartition("/")[2]
+    name = next((name[: -len(s)] for s in COMPRESSION_SUFFIXES if name.endswith(s)), name)
     m = _PATTERN.match(name)
     if m is None:
         return None
@@ -48,6 +60,12 @@ def parse(name: str) -> ParsedName | None:
     if (kind == "full") != (m["from_snap"] is None):
         return None  # a full names one snapshot, an incremental two
     return ParsedName(decode_dataset(m["dataset"]), m["from_snap"], m["to_snap"], kind)
+
+
+def names_dataset(named: str, dataset: str) -> bool:
+    """Whether a name's dataset part speaks for dataset: the whole name, or its trailing
+    components (`setname` and `poolname/setname` both name `poolname/setname`)."""
+    return dataset == named or dataset.endswith("/" + named)
 
 
 def file_name(dataset: str, to_snap: str, from_snap: str | None, intermediate: bool) -> str:
