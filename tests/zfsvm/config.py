@@ -24,11 +24,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
-# Installed by debootstrap itself (small, from main).  dmsetup: tests/zfs/test_device_faults.py
+# Installed by debootstrap itself (small, from main).  zstd, xz-utils, lz4: archives compressed
+# by hand (tests/zfs/test_cold_by_hand.py).  dmsetup: tests/zfs/test_device_faults.py
 # maps device-mapper `error` and `flakey` targets over a block of a scratch ext4 filesystem.
 BASE_PACKAGES = (
     "kmod udev procps python3 rsync attr acl libxxhash0 coreutils findutils util-linux e2fsprogs"
-    " dmsetup"
+    " dmsetup zstd xz-utils lz4"
 )
 # Kernel 6.1 with headers for dkms, plus the userland; zfs-dkms comes after so
 # its postinst finds the headers.  sanoid (for syncoid, the replication tool the cutover
