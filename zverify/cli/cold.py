@@ -367,14 +367,14 @@ def parity(
     """Give every intact stream PAR2 parity: added where there is none, made again where it
     is damaged or of another file (default level: the archive's, else 10%).  Exit 0 every
     stream protected, 1 a stream left without (not intact: repair it first), 2 error."""
-    from zverify.cold import parity as cold_parity
+    from zverify.cold import protect
     from zverify.progress import byte_progress, wanted
 
     with _locked(directory, wait, "delete"):
         with byte_progress(wanted(quiet), "checking", None) as hook:
             report = _read_archive(directory, None, lambda _name, n: hook(n))
-        level = _parity_level(report, percent) or cold_parity.DEFAULT_PERCENT
-        done = cold_parity.protect(directory, report, level)
+        level = _parity_level(report, percent) or protect.DEFAULT_PERCENT
+        done = protect.protect(directory, report, level)
     for name, status, message in done:
         sys.stdout.write(f"{status:<9} {shown(name)}: {message}\n")
     left = sum(status == "left" for _, status, _ in done)
@@ -430,11 +430,12 @@ def _repair_all(
     """Repair what was asked (default every damaged stream with parity), one line each as
     it is done (to stdout or stderr; None: silent)."""
     from zverify.cold import repair as cold_repair
+    from zverify.cold import sidecar
     from zverify.report.cold import repair_line
 
     outcomes = []
     for f in cold_repair.wanted(report, asked or []):
-        outcome = cold_repair.repair(directory, f, cold_repair.read_sidecar(directory, f))
+        outcome = cold_repair.repair(directory, f, sidecar.read_object(directory, f.name))
         if to is not None:
             to.write(repair_line(outcome))
             to.flush()

@@ -24,19 +24,16 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from zverify import boundedjson, exitcodes
-from zverify.cold import entries, lock, names, parity
+from zverify import exitcodes
+from zverify.cold import entries, lock, names, parity, sidecar
 from zverify.cold.entries import Identity
+from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
 from zverify.sendstream.format import BeginFlag, Feature
 from zverify.sendstream.rules import RESUMING
 from zverify.sendstream.validate import StreamReport, Substream, verify_stream
 
-SIDECAR = ".json"  # FILE.json beside a stream: metadata for people, never needed to restore
-DAMAGED = ".damaged"  # FILE.damaged: the original of a repaired stream, kept until --yes
-REPAIR_WORK = ".repair.partial"  # the directory a repair runs in
-WORK_DIRS = (parity.WORK, REPAIR_WORK)
 ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 
 
@@ -371,12 +368,15 @@ def _contradictions(
 def _check_sidecars(
     directory: str, files: list[FileReport], sidecars: dict[str, Identity]
 ) -> list[Problem]:
-    """A sidecar must agree with its stream; one without a stream is reported.  (Its sha256
-    is for tools without zverify: the stream's own checksums have just covered every byte.)"""
+    """A sidecar must agree with its stream (zverify.cold.sidecar); one without a stream is
+    reported."""
     for f in files:
         if f.archived is not None and f.name + SIDECAR in sidecars:
             path = os.path.join(directory, f.name + SIDECAR)
-            f.problems += _sidecar_problems(path, f, sidecars[f.name + SIDECAR])
+            actual = sidecar.facts(f.archived, f.size, f.kind)
+            wrong = sidecar.mismatch(path, sidecars[f.name + SIDECAR], actual)
+            if wrong is not None:
+                f.problems.append(Problem(f.name, "sidecar-mismatch", wrong))
     streams = {f.name for f in files}
     return [
         Problem(
@@ -418,45 +418,6 @@ def _check_parity(
         for name, group in sorted(groups.items())
         if name not in streams
     ]
-
-
-def read_sidecar(path: str, expect: Identity | None = None) -> object:
-    """The JSON value of a sidecar (a regular file, never followed).  Raises OSError,
-    ValueError (also for JSON nested too deeply to parse) or entries.Changed."""
-    fd = entries.open_regular(path, expect)
-    try:
-        return boundedjson.loads(os.read(fd, 1 << 20))
-    finally:
-        os.close(fd)
-
-
-def _sidecar_problems(path: str, f: FileReport, expect: Identity) -> list[Problem]:
-    name = names.shown(os.path.basename(path))
-    try:
-        doc = read_sidecar(path, expect)
-    except (OSError, ValueError, entries.Changed) as err:
-        why = err.strerror if isinstance(err, OSError) and err.strerror else err
-        return [Problem(f.name, "sidecar-mismatch", f"{name} cannot be read: {why}")]
-    if not isinstance(doc, dict):
-        return [Problem(f.name, "sidecar-mismatch", f"{name} is not a JSON object")]
-    assert f.archived is not None
-    first, last = f.archived.steps[0], f.archived.steps[-1]
-    actual = {
-        "dataset": last.dataset,
-        "from_guid": str(first.from_guid),
-        "to_guid": str(last.to_guid),
-        "bytes": f.size,
-        "kind": f.kind,
-        "snapshots": [s.snapshot for s in f.archived.steps],
-    }
-    wrong = [
-        f"{key} {doc[key]!r} (the stream: {value!r})"
-        for key, value in actual.items()
-        if key in doc and doc[key] != value
-    ]
-    if not wrong:
-        return []
-    return [Problem(f.name, "sidecar-mismatch", f"{name} says {'; '.join(wrong)}")]
 
 
 def _chain_problems(p: DatasetPlan) -> list[Problem]:

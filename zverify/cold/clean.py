@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zverify.cold import entries, lock, names, workdir
-from zverify.cold.check import WORK_DIRS
 from zverify.cold.entries import Identity
-from zverify.cold.send import fsync_dir
+from zverify.cold.names import WORK_DIRS
+from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError
 
 

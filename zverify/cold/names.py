@@ -15,6 +15,9 @@ name makes one file name and back.
 Chains are always rebuilt from the stream headers.  A name is held against its stream only where
 it contradicts it (another dataset, other snapshots, full against incremental); a name outside
 the convention is no problem at all.
+
+Beside the streams, the suffixes of what zverify keeps with them (SIDECAR, DAMAGED) and of its
+unfinished work (PARTIAL, WORK_DIRS): every cold module reads them from here.
 """
 
 import os
@@ -24,7 +27,12 @@ from dataclasses import dataclass
 from zverify.pathnames import display, for_terminal
 
 FULL, INCREMENTAL, INTERMEDIATE = ".zfsfull", ".zfsinc", ".zfsincstream"
-PARTIAL = ".partial"
+PARTIAL = ".partial"  # NAME.partial: a stream being written, never part of a chain
+SIDECAR = ".json"  # NAME.json beside a stream: metadata for people, never needed to restore
+DAMAGED = ".damaged"  # NAME.damaged: the original of a repaired stream, kept until removed
+PARITY_WORK = ".parity.partial"  # the directory parity is made in
+REPAIR_WORK = ".repair.partial"  # the directory a repair runs in
+WORK_DIRS = (PARITY_WORK, REPAIR_WORK)
 COMPRESSION_SUFFIXES = (".zst", ".zstd", ".gz", ".xz", ".lz4")
 _PATTERN = re.compile(
     r"^(?P<dataset>[^@]+)@(?:(?P<from_snap>[^@]+)-@)?(?P<to_snap>[^@]+)"

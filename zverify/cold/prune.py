@@ -30,11 +30,14 @@ import stat
 from collections import deque
 from dataclasses import dataclass, field
 
-from zverify.cold.check import SIDECAR, ArchiveReport, Problem
-from zverify.cold.names import shown
-from zverify.cold.send import fsync_dir
-from zverify.errors import ColdError
+from zverify.cold import restore
+from zverify.cold.check import ArchiveReport, Problem
+from zverify.cold.names import SIDECAR, shown
+from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
+from zverify.cold.workdir import fsync_dir
+from zverify.errors import ColdError, ZfsError
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Restorable, plan
+from zverify.zfs import command, inventory, lzc
 
 # Problems that leave a doubt over what a kept chain holds: nothing is deleted while one exists.
 BLOCKING = {
@@ -196,9 +199,6 @@ def trial_receive(
 ) -> None:
     """Receive what the kept chains restore, newest, into scratch (which must not exist) and
     prove it by GUID; scratch is destroyed afterwards, whatever happened."""
-    from zverify.cold import restore
-    from zverify.zfs import command
-
     newest = decision.newest_kept
     assert newest is not None
     restore.check_target(scratch)
@@ -267,10 +267,6 @@ def release_keepers(decision: DatasetPrune) -> tuple[list[str], str | None]:
     """Destroy the bookmarks (#zverify-SNAP) and release the holds (tag zverify-cold) that
     `cold send` made on snapshots no kept chain holds.  Returns (what was released, why not)
     — why not when the dataset is not on this host (an archive pruned where it is stored)."""
-    from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
-    from zverify.errors import ZfsError
-    from zverify.zfs import inventory, lzc
-
     try:
         present = inventory.snapshots(decision.dataset)
     except ZfsError as err:

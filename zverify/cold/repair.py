@@ -25,10 +25,11 @@ import shutil
 import stat
 from dataclasses import dataclass
 
-from zverify.cold import check, entries, names, workdir
-from zverify.cold.check import DAMAGED, REPAIR_WORK, SIDECAR, ArchiveReport, FileReport
+from zverify.cold import entries, names, workdir
+from zverify.cold.check import ArchiveReport, FileReport
 from zverify.cold.entries import Identity
-from zverify.cold.send import fsync_dir
+from zverify.cold.names import DAMAGED, REPAIR_WORK
+from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError
 from zverify.par2 import tool
 from zverify.sendstream.format import MAGIC, RECORD_SIZE, BeginHeader, parse_begin
@@ -361,15 +362,6 @@ def _replace(directory: str, f: FileReport, rebuilt: str) -> str:
             f"{names.shown(kept)} if it exists)"
         ) from None
     return kept
-
-
-def read_sidecar(directory: str, f: FileReport) -> dict[str, object] | None:
-    """The stream's sidecar, when there is one that reads as a JSON object."""
-    try:
-        doc = check.read_sidecar(os.path.join(directory, f.name + SIDECAR))
-    except (OSError, ValueError, entries.Changed):
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def drop_damaged(directory: str, report: ArchiveReport, outcomes: list[Outcome]) -> list[str]:

@@ -7,7 +7,7 @@ flock()ed for as long as it is written, so that `cold check` sees a send in prog
 once verified); only when `zfs send` and the writes succeeded, the stream is valid, its GUIDs
 are the ones planned and the file holds every byte scanned, the file is fsynced, closed and
 renamed into place (never over anything) and its directory fsynced.  Then a sidecar NAME.json
-(for people; the stream never needs it), its parity when asked (zverify.cold.parity: made
+(for people; the stream never needs it), its parity when asked (zverify.cold.protect: made
 from the proven file only) and a bookmark of the sent snapshot, which keeps the
 base of the next incremental alive at no space cost (or, with hold, a user hold on the
 snapshot itself, moved forward from the previous base).
@@ -26,15 +26,14 @@ import hashlib
 import json
 import os
 import shlex
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zverify import __version__
-from zverify.cold import entries, lock, names
+from zverify.cold import entries, lock, names, protect, sidecar
 from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
+from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream.validate import StreamReport, verify_stream
 from zverify.zfs import command, inventory, lzc
@@ -206,28 +205,13 @@ def _sha256(fd: int, partial: str) -> str:
 def _write_sidecar(
     final: str, dataset: str, plan: SendPlan, argv: list[str], report: StreamReport, digest: str
 ) -> str | None:
-    """NAME.json, by the same exclusive .partial and rename as the stream (never over an
-    existing entry).  Returns what went wrong, in words, or None: a sidecar is never needed
-    to restore, so its failure does not undo the archived stream."""
-    first, last = report.substreams[0], report.substreams[-1]
-    doc = {
-        "dataset": dataset,
-        "from_snapshot": plan.base_name,
-        "from_guid": str(first.fromguid),
-        "to_snapshot": plan.to.name,
-        "to_guid": str(last.toguid),
-        "snapshots": [s.toname.partition("@")[2] for s in report.substreams],
-        "kind": "full" if plan.base is None else "intermediate" if plan.intermediate else
-        "incremental",
-        "bytes": report.size,
-        "sha256": digest,
-        "command": ["zfs", *argv],
-        "created": int(time.time()),
-        "zfs_version": (command.optional("version") or "").strip().splitlines(),
-        "zverify_version": __version__,
-    }  # fmt: skip
+    """NAME.json (zverify.cold.sidecar), by the same exclusive .partial and rename as the
+    stream (never over an existing entry).  Returns what went wrong, in words, or None: a
+    sidecar is never needed to restore, so its failure does not undo the archived stream."""
+    version = (command.optional("version") or "").strip().splitlines()
+    doc = sidecar.document(dataset, plan, argv, report, digest, version)
     directory = os.path.dirname(final) or "."
-    target = final + ".json"
+    target = final + names.SIDECAR
     tmp = target + names.PARTIAL
     data = (json.dumps(doc, indent=2) + "\n").encode()
     fd, mine = -1, None
@@ -249,12 +233,10 @@ def _write_sidecar(
 
 
 def _write_parity(directory: str, name: str, percent: int) -> str | None:
-    """Parity of the stream just proven (zverify.cold.parity); what went wrong, or None."""
-    from zverify.cold import parity
-
+    """Parity of the stream just proven (zverify.cold.protect); what went wrong, or None."""
     try:
         proven = Identity.of(os.lstat(os.path.join(directory, name)))
-        parity.add(directory, name, proven, percent)
+        protect.add(directory, name, proven, percent)
     except (OSError, ColdError) as err:
         why = err.strerror if isinstance(err, OSError) else str(err)
         return f"its parity was not made ({why}): `zverify cold parity` adds it"
@@ -292,14 +274,6 @@ def _hold(dataset: str, plan: SendPlan) -> str:
 
 def _fsync(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

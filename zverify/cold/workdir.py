@@ -1,5 +1,6 @@
 """The work directory of a parity or repair run: NAME.parity.partial/ or NAME.repair.partial/
-in the archive (the same filesystem: what is made there is renamed into place).
+in the archive (the same filesystem: what is made there is renamed into place), and
+fsync_dir(), which makes a rename into the archive (or an unlink) durable.
 
 It is created new (never an existing one) and flock()ed for the run, like a send's .partial
 (zverify.cold.lock): `cold check` tells a running one from the leftover of a killed one, and
@@ -16,6 +17,16 @@ from zverify.cold import entries, lock, names
 from zverify.errors import ColdError
 
 SETTLE = 2.0  # seconds to wait for a FUSE filesystem's delayed release (.fuse_hidden files)
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync the directory itself: a rename or unlink in it survives a power cut only then.
+    Raises OSError."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def make(path: str) -> int:

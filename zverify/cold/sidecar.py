@@ -1,0 +1,100 @@
+"""The sidecar NAME.json beside a stream: its format, in one place.
+
+`cold send` writes it (document()) for people and for tools without zverify: the dataset,
+the snapshots and their GUIDs, the size, the SHA-256 of what was stored and the command.  A
+restore never needs it.  `cold check` holds it against the stream it describes (mismatch()),
+and `cold repair` against a rebuilt stream (read_object()).  It is read like any archive
+file: a regular file, never followed, and at most 1 MiB of JSON, never nested too deeply.
+"""
+
+import os
+import time
+
+from zverify import __version__, boundedjson
+from zverify.cold import entries, names
+from zverify.cold.entries import Identity
+from zverify.cold.plan import SendPlan
+from zverify.sendstream.chain import ArchivedFile
+from zverify.sendstream.validate import StreamReport
+
+MAX_BYTES = 1 << 20  # far above any sidecar send writes; a bigger one is read cut short
+
+
+def document(
+    dataset: str,
+    plan: SendPlan,
+    argv: list[str],
+    report: StreamReport,
+    digest: str,
+    zfs_version: list[str],
+) -> dict[str, object]:
+    """The sidecar of a stream just proven: report is its scan, digest its stored SHA-256."""
+    first, last = report.substreams[0], report.substreams[-1]
+    return {
+        "dataset": dataset,
+        "from_snapshot": plan.base_name,
+        "from_guid": str(first.fromguid),
+        "to_snapshot": plan.to.name,
+        "to_guid": str(last.toguid),
+        "snapshots": [s.toname.partition("@")[2] for s in report.substreams],
+        "kind": "full" if plan.base is None else "intermediate" if plan.intermediate else
+        "incremental",
+        "bytes": report.size,
+        "sha256": digest,
+        "command": ["zfs", *argv],
+        "created": int(time.time()),
+        "zfs_version": zfs_version,
+        "zverify_version": __version__,
+    }  # fmt: skip
+
+
+def read(path: str, expect: Identity | None = None) -> object:
+    """The JSON value of a sidecar (a regular file, never followed).  Raises OSError,
+    ValueError (also for JSON nested too deeply to parse) or entries.Changed."""
+    fd = entries.open_regular(path, expect)
+    try:
+        return boundedjson.loads(os.read(fd, MAX_BYTES))
+    finally:
+        os.close(fd)
+
+
+def read_object(directory: str, stream: str) -> dict[str, object] | None:
+    """The stream's sidecar, when there is one that reads as a JSON object."""
+    try:
+        doc = read(os.path.join(directory, stream + names.SIDECAR))
+    except (OSError, ValueError, entries.Changed):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def facts(archived: ArchivedFile, size: int, kind: str) -> dict[str, object]:
+    """What a sidecar says of an intact stream, as the stream itself says it."""
+    first, last = archived.steps[0], archived.steps[-1]
+    return {
+        "dataset": last.dataset,
+        "from_guid": str(first.from_guid),
+        "to_guid": str(last.to_guid),
+        "bytes": size,
+        "kind": kind,
+        "snapshots": [s.snapshot for s in archived.steps],
+    }
+
+
+def mismatch(path: str, expect: Identity, actual: dict[str, object]) -> str | None:
+    """How the sidecar at path disagrees with its stream's facts, in words, or None.  A key
+    it does not have is no disagreement: its sha256 is for tools without zverify (the
+    stream's own checksums cover every byte)."""
+    name = names.shown(os.path.basename(path))
+    try:
+        doc = read(path, expect)
+    except (OSError, ValueError, entries.Changed) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        return f"{name} cannot be read: {why}"
+    if not isinstance(doc, dict):
+        return f"{name} is not a JSON object"
+    wrong = [
+        f"{key} {doc[key]!r} (the stream: {value!r})"
+        for key, value in actual.items()
+        if key in doc and doc[key] != value
+    ]
+    return f"{name} says {'; '.join(wrong)}" if wrong else None
