@@ -60,6 +60,8 @@ class FileReport:
     identity: Identity | None = None  # the file that was read (regular files)
     in_progress: str | None = None  # a .partial a running send holds: who, in words
     parity: Parity | None = None  # the stream's parity files, when it has any
+    compression: str | None = None  # zstd, gzip, xz, lz4: size is then the stream's bytes
+    file_bytes: int | None = None  # the compressed file's bytes, when compressed
 
     @property
     def valid(self) -> bool:
@@ -250,6 +252,7 @@ def _check_stream(
 
 def _file_report(name: str, report: StreamReport) -> FileReport:
     out = FileReport(name, _kind(report), report.size, report.readable)
+    out.compression, out.file_bytes = report.compression, report.file_bytes
     if not report.valid:
         out.problems.append(_stream_problem(name, report))
         return out

@@ -148,6 +148,8 @@ def _file_key(name: str) -> dict[str, Any]:
 
 def _file_doc(f: FileReport) -> dict[str, Any]:
     doc: dict[str, Any] = {**_file_key(f.name), "valid": f.valid, "kind": f.kind, "bytes": f.size}
+    if f.compression is not None:
+        doc |= {"compression": f.compression, "file_bytes": f.file_bytes}
     if f.in_progress:
         doc["in_progress"] = _message(f.in_progress)
     if f.archived is not None:

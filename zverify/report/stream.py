@@ -55,7 +55,8 @@ def _summary(r: StreamReport) -> str:
     target = r.header.toname if r.header else r.substreams[-1].toname if subs else ""
     to = f", to {target}" if target else ""
     plural = "s" if subs != 1 else ""
-    return f"{r.kind}, {subs} substream{plural}, {r.records} records, {r.size} bytes{to}"
+    packed = f" ({r.compression}, {r.file_bytes} in the file)" if r.compression else ""
+    return f"{r.kind}, {subs} substream{plural}, {r.records} records, {r.size} bytes{packed}{to}"
 
 
 def _verify_one(r: StreamReport) -> str:
@@ -72,7 +73,8 @@ def _verify_one(r: StreamReport) -> str:
 
 def _verify_doc(r: StreamReport) -> dict[str, Any]:
     full = r.as_dict()
-    keep = ("file", "valid", "readable", "kind", "bytes", "records", "problems", "warnings")
+    keep = ["file", "valid", "readable", "kind", "bytes", "compression", "file_bytes"]
+    keep += ["records", "problems", "warnings"]
     doc = {k: full[k] for k in keep}
     doc["problems_not_listed"] = r.problems_dropped
     return doc

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zverify import _zvcore, exitcodes
+from zverify.sendstream import compressed
 from zverify.sendstream import format as fmt
 from zverify.sendstream.format import BeginFlag, HeaderType, RecordType
 from zverify.sendstream.nvlist import (
@@ -240,6 +241,8 @@ class StreamReport:
     problems_dropped: int = 0
     substreams_dropped: int = 0  # found but not listed: past the limits (see MAX_SUBSTREAMS)
     relayed: int | None = None  # bytes passed on to relay_to (verify_stream), else None
+    compression: str | None = None  # zstd, gzip, xz, lz4: the file holds the stream compressed
+    file_bytes: int | None = None  # bytes of the file read (compressed), when not size
 
     @property
     def valid(self) -> bool:
@@ -272,6 +275,8 @@ class StreamReport:
             "kind": self.kind,
             "byte_order": "big" if self.big_endian else "little",
             "bytes": self.size,
+            "compression": self.compression,
+            "file_bytes": self.size if self.file_bytes is None else self.file_bytes,
             "records": self.records,
             "substreams": [s.as_dict() for s in self.substreams] if substreams else [],
             "substreams_not_listed": self.substreams_dropped,
@@ -291,8 +296,14 @@ def verify_stream(
     progress: ProgressHook | None = None,
     max_problems: int = MAX_PROBLEMS,
     relay_to: int | None = None,
+    decompress: bool = True,
 ) -> StreamReport:
     """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it.
+
+    A file compressed with zstd, gzip, xz or lz4 (recognised by its first bytes, when the
+    input can be read at an offset: not a pipe) is decompressed as it is read and its
+    compressed layer judged too (zverify.sendstream.compressed); decompress=False reads the
+    bytes as they are (a `zfs send` never compresses its output).
 
     relay_to: an fd (the stdin of `zfs receive`) to which every byte is written only once
     it is verified, and nothing more after the first problem (zvstream.h, the relay).  The
@@ -300,7 +311,7 @@ def verify_stream(
     finish only when the report is valid and everything was relayed."""
     name = f"<fd {source}>" if isinstance(source, int) else os.fspath(source)
     if isinstance(source, int):
-        return _scan(source, name, progress, max_problems, relay_to)
+        return _read(source, name, progress, max_problems, relay_to, decompress)
     try:
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
@@ -308,9 +319,45 @@ def verify_stream(
         report.problems.append(StreamProblem(0, 0, f"cannot open: {err.strerror}", "io"))
         return report
     try:
-        return _scan(fd, name, progress, max_problems, relay_to)
+        return _read(fd, name, progress, max_problems, relay_to, decompress)
     finally:
         os.close(fd)
+
+
+def _read(
+    fd: int,
+    name: str,
+    progress: ProgressHook | None,
+    max_problems: int,
+    relay_to: int | None,
+    decompress: bool,
+) -> StreamReport:
+    compression = compressed.detect_fd(fd) if decompress else None
+    if compression is None:
+        return _scan(fd, name, progress, max_problems, relay_to)
+    with compressed.decompressing(fd, compression) as (pipe, layer):
+        # progress in bytes of the file (what a bar's total is), not of the stream
+        hook = (lambda _n: progress(layer.file_bytes)) if progress else None
+        report = _scan(pipe, name, hook, max_problems, relay_to)
+    _judge_layer(report, layer)
+    return report
+
+
+def _judge_layer(report: StreamReport, layer: compressed.Layer) -> None:
+    """The compressed layer's verdict on top of the stream's: damage there makes the file
+    damaged, whatever came out; what could not be read makes it unread (exit 2).  What the
+    scanner found from the first byte not proven on is not listed: it is what the compressed
+    layer lost or withheld (the held-back end: see compressed), not more damage."""
+    report.compression, report.file_bytes = layer.compression, layer.file_bytes
+    if layer.problem is None:
+        return
+    kind, message = layer.problem
+    if kind in ("unsupported", "io"):
+        report.readable = False
+    at = layer.trusted if layer.trusted is not None else report.size
+    code = {"truncated": "truncated", "damaged": "compression"}.get(kind, kind)
+    report.problems = [p for p in report.problems if p.offset < at and p.code != "truncated"]
+    report.problems.insert(0, StreamProblem(at, report.records, message, code))
 
 
 def _scan(

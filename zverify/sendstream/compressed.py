@@ -1,0 +1,421 @@
+"""Compressed send streams (`zfs send | zstd > f.zst`): recognised, decompressed, judged.
+
+A file is recognised by its first bytes, never by its name: a send stream begins with a
+BEGIN record, whose first bytes are none of these magics, so there is no ambiguity.
+
+The C scanner reads an fd.  decompressing() gives it the read end of a pipe; a thread reads
+the compressed file in 1 MiB chunks, decompresses and writes into the pipe: one pass, no
+temporary file, memory bounded by a chunk of input and one of output (the libraries release
+the GIL on large buffers, so the thread decompresses while the scanner checks).
+
+The compressed layer is judged as well: corrupt data, a bad frame or member checksum, a cut
+file, garbage after the last frame make the file damaged even when the bytes that came out
+form a whole valid stream.  So that such a stream is never passed on complete (the relay to
+`zfs receive`), the last byte of output is held back until the whole file was read and
+proven: on any failure the scanner sees the stream stop one byte short of the end of its
+final END, and nothing of its last record is ever relayed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any, cast
+
+CHUNK = 1 << 20
+"""Bytes read from the compressed file at a time, and at most produced per decompress call."""
+
+# Magic numbers (first bytes of the file) -> compression.  zstd's skippable frames
+# (0x184D2A50..5F, little-endian) are shared with lz4; the zstd library skips them.
+MAGICS: tuple[tuple[bytes, str], ...] = (
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x1f\x8b", "gzip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+    (b"\x02\x21\x4c\x18", "lz4"),  # the legacy format (lz4 -l): recognised, not read
+)
+SKIPPABLE_MASK = 0xFFFFFFF0
+SKIPPABLE = 0x184D2A50
+HEAD = 6
+"""Bytes detect() needs."""
+TOOLS = {"zstd": "zstd", "gzip": "gzip", "xz": "xz", "lz4": "lz4"}
+"""The command-line tool that decompresses each (`TOOL -dc`), for restore scripts."""
+
+
+def detect(head: bytes) -> str | None:
+    """The compression whose magic the file begins with, or None (a plain stream, or not a
+    stream at all: the scanner says which)."""
+    for magic, name in MAGICS:
+        if head.startswith(magic):
+            return name
+    if len(head) >= 4 and int.from_bytes(head[:4], "little") & SKIPPABLE_MASK == SKIPPABLE:
+        return "zstd"
+    return None
+
+
+def detect_fd(fd: int) -> str | None:
+    """detect() on the first bytes at fd's position, without moving it; None for an fd that
+    cannot be read at an offset (a pipe: its bytes would be consumed)."""
+    try:
+        at = os.lseek(fd, 0, os.SEEK_CUR)
+        return detect(os.pread(fd, HEAD, at))
+    except OSError:
+        return None
+
+
+@dataclass
+class Layer:
+    """What the decompressing thread found: sizes, and what went wrong in the compressed layer.
+
+    problem: (kind, message) with kind "damaged" or "truncated" (the file is not intact),
+    "unsupported" (recognised, not read: no verdict) or "io" (a read error: no verdict)."""
+
+    compression: str
+    file_bytes: int = 0  # compressed bytes read
+    stream_bytes: int = 0  # decompressed bytes produced
+    problem: tuple[str, str] | None = None
+    trusted: int | None = None  # stream offset from which the output is not proven
+    finished: bool = False  # the whole file was read and proven
+
+
+class _Bad(Exception):
+    """The compressed layer is not intact (or not readable: kind says which)."""
+
+    def __init__(self, kind: str, message: str, at: int | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.at = kind, at
+
+
+@contextlib.contextmanager
+def decompressing(fd: int, compression: str) -> Iterator[tuple[int, Layer]]:
+    """(the read end of a pipe carrying the decompressed stream, the Layer filled in by the
+    time the pipe ends).  Leaving early closes the pipe: the thread stops at its next write."""
+    layer = Layer(compression)
+    r, w = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)  # fewer wake-ups; the default is 64 KiB
+    thread = threading.Thread(target=_pump, args=(fd, w, layer), daemon=True)
+    thread.start()
+    try:
+        yield r, layer
+    finally:
+        os.close(r)
+        thread.join()
+
+
+def _pump(fd: int, w: int, layer: Layer) -> None:
+    held = b""
+    try:
+        for out in _decode(layer, _chunks(fd, layer)):
+            if out:
+                _write_all(w, held)
+                _write_all(w, memoryview(out)[:-1])
+                held = out[-1:]
+        _write_all(w, held)  # the whole file was read and proven: the end may go on
+        layer.finished = True
+    except _Bad as bad:
+        layer.problem = (bad.kind, f"compressed with {layer.compression}: {bad}")
+        passed = layer.stream_bytes - len(held)
+        layer.trusted = passed if bad.at is None else min(bad.at, passed)
+    except BrokenPipeError:
+        pass  # the scanner stopped reading: its verdict is made already
+    except OSError as err:
+        layer.problem = ("io", f"read error at compressed byte {layer.file_bytes}: {err.strerror}")
+    finally:
+        os.close(w)
+
+
+def _write_all(w: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(w, view) :]
+
+
+def _chunks(fd: int, layer: Layer) -> Iterator[bytes]:
+    while chunk := os.read(fd, CHUNK):
+        layer.file_bytes += len(chunk)
+        yield chunk
+
+
+def _decode(layer: Layer, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    if layer.compression == "zstd":
+        return _zstd(layer, chunks)
+    return _members(layer, chunks, _MEMBER[layer.compression])
+
+
+# -- gzip, xz, lz4: a decompressor object per member (stream, frame), one after the other ---
+
+
+@dataclass(frozen=True)
+class _Member:
+    make: Callable[[], Any]  # a new decompressor for one member
+    error: Callable[[], tuple[type[BaseException], ...]]  # what its damage raises
+    tail: bool  # zlib: input not consumed is in unconsumed_tail (else kept inside)
+    magic: bytes  # how each member begins
+    padding: bool = False  # xz: zero bytes (a multiple of 4) may follow a stream
+
+
+def _gzip() -> Any:
+    return zlib.decompressobj(wbits=31)  # gzip header and CRC32/ISIZE trailer checked
+
+
+def _xz() -> Any:
+    import lzma
+
+    return lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+
+
+def _xz_errors() -> tuple[type[BaseException], ...]:
+    import lzma
+
+    return (lzma.LZMAError, EOFError)
+
+
+def _lz4() -> Any:
+    try:
+        import lz4.frame
+    except ImportError:
+        raise _Bad("unsupported", "not verified (pip install lz4)") from None
+    return lz4.frame.LZ4FrameDecompressor()
+
+
+def _lz4_errors() -> tuple[type[BaseException], ...]:
+    return (RuntimeError, EOFError)
+
+
+_MEMBER = {
+    "gzip": _Member(_gzip, lambda: (zlib.error,), tail=True, magic=MAGICS[1][0]),
+    "xz": _Member(_xz, _xz_errors, tail=False, magic=MAGICS[2][0], padding=True),
+    "lz4": _Member(_lz4, _lz4_errors, tail=False, magic=MAGICS[3][0]),
+}
+
+
+def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member) -> Iterator[bytes]:
+    """Members one after the other (`cat a.gz b.gz`, `xz -T2`, several lz4 frames): each must
+    end with its check, and nothing but another member may follow."""
+    obj: Any = None
+    start = (0, 0)  # (compressed, stream) offsets where the current member began
+    zeros = 0  # xz stream padding seen since the last stream
+    base = 0  # compressed offset of the chunk's first byte
+    for chunk in chunks:
+        data = chunk
+        while data or (obj is not None and not kind.tail and not obj.needs_input):
+            if obj is None:
+                if kind.padding:
+                    stripped = data.lstrip(b"\0")
+                    zeros += len(data) - len(stripped)
+                    data = stripped
+                    if not data:
+                        break
+                    if zeros % 4:
+                        raise _Bad("damaged", _at(base + len(chunk) - len(data), "bad padding"))
+                    zeros = 0
+                start = (base + len(chunk) - len(data), layer.stream_bytes)
+                _check_magic(data, kind.magic, start[0], UNITS[layer.compression])
+                obj = kind.make()
+            try:
+                out = obj.decompress(data, CHUNK)
+            except kind.error() as err:
+                raise _damaged(err, start, UNITS[layer.compression]) from None
+            layer.stream_bytes += len(out)
+            yield out
+            if obj.eof:
+                data, obj = obj.unused_data, None
+            elif kind.tail:
+                data = obj.unconsumed_tail
+            else:
+                data = b""
+        base += len(chunk)
+    if obj is not None:
+        raise _truncated(base, start, UNITS[layer.compression])
+    if zeros % 4:
+        raise _Bad("damaged", _at(base - zeros, "bad padding after the last stream"))
+
+
+def _check_magic(data: bytes, magic: bytes, offset: int, unit: str) -> None:
+    """What follows a member is another one, or the file is damaged (or, for lz4's legacy
+    format, not read).  Checked on what the chunk holds of the magic: enough in practice."""
+    if data.startswith(MAGICS[4][0]):
+        raise _Bad("unsupported", "not verified (the lz4 legacy format, lz4 -l, is not read)")
+    head = data[: len(magic)]
+    if not magic.startswith(head):
+        what = f"not a {unit} (data after the last one?)" if offset else f"not a {unit}"
+        raise _Bad("damaged", _at(offset, what))
+
+
+def _at(offset: int, what: str) -> str:
+    return f"{what} at compressed byte {offset}"
+
+
+UNITS = {"zstd": "frame", "gzip": "member", "xz": "stream", "lz4": "frame"}
+
+
+def _damaged(err: BaseException, start: tuple[int, int], unit: str) -> _Bad:
+    """(compressed, stream) offsets where the unit began: its check covers it all."""
+    message = (
+        f"damaged ({err}) in the {unit} that starts at compressed byte {start[0]}: the "
+        f"stream is not proven from its byte {start[1]}"
+    )
+    return _Bad("damaged", message, start[1])
+
+
+def _truncated(size: int, start: tuple[int, int], unit: str) -> _Bad:
+    message = (
+        f"truncated: the file ends ({size} bytes) inside the {unit} that starts at compressed "
+        f"byte {start[0]}: the stream is not proven from its byte {start[1]}"
+    )
+    return _Bad("truncated", message, start[1])
+
+
+# -- zstd: the frame structure walked here, the data decompressed by the library -----------
+
+
+def _zstd(layer: Layer, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The library's stream writer decompresses across frames with bounded output but does
+    not say whether the file ended inside a frame: _Frames walks the frame and block headers
+    (cheap: a few per 128 KiB) to know where frames begin and end, and feeds the library one
+    frame at a time."""
+    import zstandard
+
+    out: list[bytes] = []
+
+    class _Sink:
+        def write(self, data: bytes) -> int:
+            out.append(bytes(data))
+            return len(data)
+
+    frames = _Frames()
+    writer: Any = None
+    start = (0, 0)
+    for chunk in chunks:
+        for piece, new_frame in frames.split(chunk):
+            if new_frame:
+                start = (frames.frame_start, layer.stream_bytes)
+                if frames.dict_id:
+                    raise _Bad("unsupported", _dictionary(frames.dict_id))
+                sink = cast(IO[bytes], _Sink())  # only its write() is called
+                writer = zstandard.ZstdDecompressor().stream_writer(
+                    sink, write_size=CHUNK, write_return_read=True, closefd=False
+                )
+            try:
+                for i in range(0, len(piece), CHUNK // 8):  # bounded output per call
+                    writer.write(piece[i : i + CHUNK // 8])
+                    while out:
+                        data = out.pop(0)
+                        layer.stream_bytes += len(data)
+                        yield data
+            except zstandard.ZstdError as err:
+                raise _damaged(err, start, UNITS[layer.compression]) from None
+    if frames.inside:
+        raise _truncated(frames.offset, start, "frame")
+
+
+def _dictionary(dict_id: int) -> str:
+    return f"not verified (a frame needs dictionary {dict_id}, which is not at hand)"
+
+
+class _Frames:
+    """Where zstd frames (and skippable frames) begin and end, from their headers alone.
+
+    Frame: magic, header descriptor, [window], [dictionary id], [content size], blocks (a
+    3-byte header each: last flag, type, size; an RLE block holds 1 byte), [checksum]."""
+
+    def __init__(self) -> None:
+        self.offset = 0  # compressed bytes walked
+        self.frame_start = 0
+        self.dict_id = 0
+        self.need = b""  # a header being gathered across chunks
+        self.want = 4  # bytes of header still needed (0: skipping)
+        self.state = "magic"
+        self.skip = 0  # content bytes to pass over
+        self.checksum = False
+        self.inside = False
+        self._dict_at = self._dict_len = 0
+
+    def split(self, chunk: bytes) -> Iterator[tuple[bytes, bool]]:
+        """chunk cut at frame starts: (piece, whether a frame starts with it)."""
+        cut, first = 0, False
+        pos = 0
+        while pos < len(chunk):
+            if self.skip:
+                step = min(self.skip, len(chunk) - pos)
+                self.skip -= step
+                pos += step
+                self.offset += step
+                if not self.skip and self.state in ("skippable", "end"):
+                    self._frame_done()
+                continue
+            if not self.inside and not self.need:
+                if pos > cut:
+                    yield chunk[cut:pos], first
+                cut, first = pos, True
+                self.frame_start = self.offset
+                self.inside = True
+            take = min(self.want - len(self.need), len(chunk) - pos)
+            self.need += chunk[pos : pos + take]
+            pos += take
+            self.offset += take
+            if len(self.need) == self.want:
+                self._header(self.need)
+        if pos > cut:
+            yield chunk[cut:pos], first
+
+    def _frame_done(self) -> None:
+        self.state, self.want, self.need, self.inside = "magic", 4, b"", False
+
+    def _header(self, head: bytes) -> None:
+        """A complete header piece: decide what comes next."""
+        self.need = b""
+        if self.state == "magic":
+            magic = int.from_bytes(head, "little")
+            if magic & SKIPPABLE_MASK == SKIPPABLE:
+                self.state, self.want = "skip-size", 4
+            elif head == MAGICS[0][0]:
+                self.state, self.want = "descriptor", 1
+            else:
+                at = self.offset - 4
+                raise _Bad("damaged", _at(at, "not a zstd frame (data after the last frame?)"))
+        elif self.state == "skip-size":
+            self.state, self.skip = "skippable", int.from_bytes(head, "little")
+            if not self.skip:
+                self._frame_done()
+        elif self.state == "descriptor":
+            self._descriptor(head[0])
+        elif self.state == "frame-header":
+            ids = head[self._dict_at : self._dict_at + self._dict_len]
+            self.dict_id = int.from_bytes(ids, "little")
+            self.state, self.want = "block", 3
+        elif self.state == "block":
+            self._block(int.from_bytes(head, "little"))
+        elif self.state == "checksum":
+            self._frame_done()
+
+    def _descriptor(self, fhd: int) -> None:
+        if fhd & 0x08:
+            raise _Bad("damaged", _at(self.offset - 1, "reserved bit set in a zstd frame header"))
+        single = bool(fhd & 0x20)
+        self.checksum = bool(fhd & 0x04)
+        self._dict_len = (0, 1, 2, 4)[fhd & 0x03]
+        fcs = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+        self._dict_at = 0 if single else 1
+        self.state, self.want = "frame-header", (0 if single else 1) + self._dict_len + fcs
+        if not self.want:
+            self.dict_id = 0
+            self.state, self.want = "block", 3
+
+    def _block(self, header: int) -> None:
+        last, btype, size = header & 1, (header >> 1) & 3, header >> 3
+        if btype == 3:
+            raise _Bad("damaged", _at(self.offset - 3, "reserved zstd block type"))
+        self.skip = 1 if btype == 1 else size
+        if last:
+            self.state, self.want = ("checksum", 4) if self.checksum else ("end", 4)
+            if self.state == "end" and not self.skip:
+                self._frame_done()
+        else:
+            self.state, self.want = "block", 3
