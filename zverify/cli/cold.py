@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from zverify.cold.prune import DatasetPrune
     from zverify.cold.repair import Outcome
     from zverify.cold.restore import RestorePlan
+    from zverify.cold.store import LocalStore
 
 app = typer.Typer(
     name="cold",
@@ -54,6 +55,24 @@ Percent = Annotated[
     ),
 ]
 
+Places = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="DIR...",
+        help="The archive: one directory, or several (a chain may be spread over them).",
+    ),
+]
+
+Recursive = Annotated[
+    bool,
+    typer.Option(
+        "--recursive",
+        "-r",
+        help="Also the directories below each DIR (one per dataset, any depth; a symlinked "
+        "directory is never followed).",
+    ),
+]
+
 Wait = Annotated[
     float,
     typer.Option(
@@ -68,22 +87,25 @@ Wait = Annotated[
 
 @app.command("check", epilog=epilog("cold check"))
 def check(
-    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    directories: Places,
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset (pool/set).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    recursive: Recursive = False,
     wait: Wait = 0,
 ) -> int:
-    """Read every stream completely, rebuild the chains by GUID: exit 0 every file intact and
-    every incremental reachable from a full, 1 anything else found, 2 could not read."""
+    """Read every stream completely, rebuild the chains by GUID across every DIR: exit 0
+    every file intact and every incremental reachable from a full, 1 anything else found, 2
+    could not read."""
     from zverify.progress import byte_progress, wanted
     from zverify.report import cold as cold_report
 
+    store = _store(directories, recursive)
     progress = byte_progress(wanted(quiet or as_json), "checking", None)
-    with _locked(directory, wait, "read"), progress as hook:
-        report = _read_archive(directory, dataset, lambda _name, n: hook(n))
+    with store.lock("read", max(0.0, wait)), progress as hook:
+        report = _read_archive(store, dataset, lambda _name, n: hook(n))
     sys.stdout.write((cold_report.check_json if as_json else cold_report.check_text)(report))
     return report.exit_code
 
@@ -175,6 +197,13 @@ def _locked(directory: str, wait: float, how: str) -> "AbstractContextManager[No
     return lock.writing(directory, wait, deleting=how == "delete")
 
 
+def _store(directories: list[str], recursive: bool) -> "LocalStore":
+    """The places of the archive.  Raises ArchiveError naming one that cannot be read."""
+    from zverify.cold.store import LocalStore
+
+    return LocalStore(directories, recursive)
+
+
 def _warn(report: "ArchiveReport") -> None:
     """Send and restore go on beside what `cold check` would report: one line each."""
     for p in report.all_problems:
@@ -182,14 +211,14 @@ def _warn(report: "ArchiveReport") -> None:
 
 
 def _read_archive(
-    directory: str, dataset: str | None, progress: "ProgressHook | None" = None
+    where: "str | LocalStore", dataset: str | None, progress: "ProgressHook | None" = None
 ) -> "ArchiveReport":
     from zverify.cold.check import check_archive
 
     try:
-        return check_archive(directory, dataset, progress)
+        return check_archive(where, dataset, progress)
     except OSError as err:
-        raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
+        raise ArchiveError(f"cannot read archive {where!r}: {err.strerror}") from None
 
 
 def _say(as_json: bool, doc: Mapping[str, object], text: str) -> None:

@@ -29,6 +29,7 @@ from zverify.cold import entries, lock, names, parity, sidecar
 from zverify.cold.entries import Identity
 from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
+from zverify.cold.store import Entry, LocalStore
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
 from zverify.sendstream.format import BeginFlag, Feature
 from zverify.sendstream.rules import RESUMING
@@ -62,6 +63,7 @@ class FileReport:
     parity: Parity | None = None  # the stream's parity files, when it has any
     compression: str | None = None  # zstd, gzip, xz, lz4: size is then the stream's bytes
     file_bytes: int | None = None  # the compressed file's bytes, when compressed
+    place: str = ""  # the place (archive directory) it is in
 
     @property
     def valid(self) -> bool:
@@ -70,13 +72,19 @@ class FileReport:
 
 @dataclass
 class ArchiveReport:
-    directory: str
+    directory: str  # the places, for one line of text
     files: list[FileReport]
     plans: dict[str, DatasetPlan]
     chains: dict[str, list[Chain]]
     problems: list[Problem]  # about the archive as a whole: orphans, duplicates
     kept: list[str] = field(default_factory=list)  # NAME.damaged: originals of repaired streams
     parity_level: int | None = None  # the archive's parity percentage (all datasets), if any
+    store: LocalStore | None = None  # where the files are: paths of names, locks, deletions
+    places: list[str] = field(default_factory=list)
+
+    def path(self, name: str) -> str:
+        """The local path of a file of the report (names are the store's keys)."""
+        return self.store.local_path(name) if self.store else os.path.join(self.directory, name)
 
     @property
     def all_problems(self) -> list[Problem]:
@@ -89,21 +97,22 @@ class ArchiveReport:
 
 
 def check_archive(
-    directory: str, dataset: str | None = None, progress: ProgressHook | None = None
+    where: "str | LocalStore", dataset: str | None = None, progress: ProgressHook | None = None
 ) -> ArchiveReport:
-    """Raises OSError when the directory itself cannot be listed."""
-    with os.scandir(directory) as it:
-        listed = sorted(e.name for e in it)
-    owner = os.stat(directory).st_uid
+    """Every file of the archive's places (one directory, or a LocalStore of several, with
+    their subdirectories when recursive): chains are rebuilt across all of them.  Raises
+    ArchiveError when a place itself cannot be listed."""
+    store = LocalStore([where]) if isinstance(where, str) else where
     files: list[FileReport] = []
     aside = _Aside()
-    for name in listed:
-        found = _look(directory, name, owner, progress, aside)
+    for entry in store.entries():
+        found = _look(store, entry, progress, aside)
         if found is not None:
+            found.place = entry.place
             files.append(found)
     _check_names(files)
-    stray = _check_sidecars(directory, files, aside.sidecars)
-    stray += _check_parity(directory, files, aside.parities)
+    stray = _check_sidecars(store, files, aside.sidecars)
+    stray += _check_parity(store, files, aside.parities)
     level = parity.percent_of([f.parity for f in files if f.parity is not None])
     # a misnamed but intact stream still restores: chains go by GUID, never by name
     archived = [f.archived for f in files if f.archived is not None]
@@ -113,13 +122,15 @@ def check_archive(
         files = [f for f in files if f.archived is None or dataset in f.archived.datasets]
     plans = {d: p for d, p in plan(archived).items() if d in datasets}
     return ArchiveReport(
-        directory,
+        store.shown,
         files,
         plans,
         {d: chains(d, archived) for d in datasets},
-        [p for d in datasets for p in _chain_problems(plans[d])] + stray + aside.loose,
+        [p for d in datasets for p in _chain_problems(plans[d], store)] + stray + aside.loose,
         sorted(aside.kept),
         level,
+        store,
+        store.places,
     )
 
 
@@ -135,9 +146,8 @@ class _Aside:
 
 
 def _look(
-    directory: str,
-    name: str,
-    owner: int,
+    store: LocalStore,
+    entry: Entry,
     progress: ProgressHook | None,
     aside: "_Aside",
 ) -> FileReport | None:
@@ -145,30 +155,32 @@ def _look(
     what is not reported as a file: lock files, sidecars, parity and kept originals (set
     aside, their doubts in aside.loose) and a .partial that was renamed into place while the
     directory was listed."""
-    path = os.path.join(directory, name)
-    try:
-        st = os.lstat(path)
-    except OSError as err:
+    name, st, path = entry.key, entry.st, store.local_path(entry.key)
+    if st is None or entry.error is not None:
+        err = entry.error
+        assert err is not None
         if err.errno == errno.ENOENT and name.endswith(names.PARTIAL):
             return None  # a send finished (or a leftover was cleaned) while we listed
         gone = err.errno == errno.ENOENT
         why = "vanished while the archive was read" if gone else f"cannot stat: {err.strerror}"
+        if st is not None:  # a subdirectory --recursive could not list: nobody knows what
+            why = f"a directory that cannot be listed ({err.strerror}): not read"
         problem = Problem(name, "unreadable", why)
         return FileReport(name, "unknown", readable=False, problems=[problem])
-    if name in lock.FILES and stat.S_ISREG(st.st_mode):
+    if entry.name in lock.FILES and stat.S_ISREG(st.st_mode):
         return None
     if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
-        return _check_partial(directory, name, st)
+        return _check_partial(store, name, st)
     if not stat.S_ISREG(st.st_mode):
         problem = Problem(name, "not-a-stream", f"{entries.what(path, st)}: not read, not followed")
         return FileReport(name, "unknown", problems=[problem])
-    doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, owner)]
+    doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, entry.owner)]
     if name.endswith((SIDECAR, parity.SUFFIX, DAMAGED)):
         _set_aside(aside, name, st)
         aside.loose += doubts
         return None
     if name.endswith(names.PARTIAL):
-        found = _check_partial(directory, name, st)
+        found = _check_partial(store, name, st)
     else:
         found = _check_stream(path, name, st, progress)
     if found is not None:
@@ -185,13 +197,15 @@ def _set_aside(aside: "_Aside", name: str, st: os.stat_result) -> None:
         aside.kept.append(name)
 
 
-def _check_partial(directory: str, name: str, st: os.stat_result) -> FileReport | None:
+def _check_partial(store: LocalStore, name: str, st: os.stat_result) -> FileReport | None:
     """A send in progress (it holds the file's flock) or the leftover of one that died;
     None when it is gone already (renamed into place by the send that finished).  The same
     for the work directory of a parity or repair run (it holds the directory's flock)."""
-    path = os.path.join(directory, name)
+    path = store.local_path(name)
     run = "a parity or repair run" if stat.S_ISDIR(st.st_mode) else "a send"
-    clean = f"`zverify cold clean --yes {shlex.quote(directory)}` removes it"
+    places = " ".join(map(shlex.quote, store.places))
+    how = " --recursive" if store.recursive and os.path.dirname(name) else ""
+    clean = f"`zverify cold clean --yes{how} {places}` removes it"
     try:
         fd = (
             entries.open_directory(path, Identity.of(st))
@@ -334,7 +348,7 @@ def _check_names(files: list[FileReport]) -> None:
         (s.dataset, s.to_guid): s.snapshot for f in files if f.archived for s in f.archived.steps
     }
     for f in files:
-        claimed = names.parse(f.name)
+        claimed = names.parse(os.path.basename(f.name))  # a key may have directories
         if claimed is None or f.archived is None:
             continue
         contradictions = _contradictions(claimed, f.archived.steps, snapshot_of)
@@ -369,13 +383,13 @@ def _contradictions(
 
 
 def _check_sidecars(
-    directory: str, files: list[FileReport], sidecars: dict[str, Identity]
+    store: LocalStore, files: list[FileReport], sidecars: dict[str, Identity]
 ) -> list[Problem]:
     """A sidecar must agree with its stream (zverify.cold.sidecar); one without a stream is
     reported."""
     for f in files:
         if f.archived is not None and f.name + SIDECAR in sidecars:
-            path = os.path.join(directory, f.name + SIDECAR)
+            path = store.local_path(f.name + SIDECAR)
             actual = sidecar.facts(f.archived, f.size, f.kind)
             wrong = sidecar.mismatch(path, sidecars[f.name + SIDECAR], actual)
             if wrong is not None:
@@ -391,7 +405,7 @@ def _check_sidecars(
 
 
 def _check_parity(
-    directory: str, files: list[FileReport], parities: dict[str, Identity]
+    store: LocalStore, files: list[FileReport], parities: dict[str, Identity]
 ) -> list[Problem]:
     """Each stream's parity read (zverify.cold.parity), its problems added to the stream's.
     Returns the archive's own: parity whose stream is not here.  Once any stream has parity,
@@ -404,11 +418,12 @@ def _check_parity(
         f = streams.get(name)
         if f is not None and f.identity is not None:  # a regular file that was opened
             proven = f.identity if f.archived else None
-            f.parity = parity.inspect(directory, name, group, proven, f.readable)
+            f.parity = _inspect(store, name, group, proven, f.readable)
             f.problems += [Problem(name, kind, message) for kind, message in f.parity.problems]
     if groups.keys() & streams.keys():
         for f in streams.values():
-            looks_like_one = f.archived is not None or names.parse(f.name) is not None
+            named = names.parse(os.path.basename(f.name)) is not None
+            looks_like_one = f.archived is not None or named
             if f.parity is None and f.identity is not None and looks_like_one:
                 message = "has no parity, while other streams of the archive have"
                 f.problems.append(Problem(f.name, "no-parity", message))
@@ -423,7 +438,28 @@ def _check_parity(
     ]
 
 
-def _chain_problems(p: DatasetPlan) -> list[Problem]:
+def _inspect(
+    store: LocalStore,
+    stream: str,
+    group: dict[str, Identity],
+    proven: Identity | None,
+    readable: bool,
+) -> Parity:
+    """parity.inspect() in the stream's own directory (par2 names files relative to the
+    directory they were made in), its file names given back as the store's keys."""
+    base = os.path.basename
+    found = parity.inspect(
+        store.directory_of(stream),
+        base(stream),
+        {base(n): i for n, i in group.items()},
+        proven,
+        readable,
+    )
+    found.files = [store.sibling(stream, n) for n in found.files]
+    return found
+
+
+def _chain_problems(p: DatasetPlan, store: LocalStore) -> list[Problem]:
     found = [
         Problem(
             name,
@@ -447,9 +483,17 @@ def _chain_problems(p: DatasetPlan) -> list[Problem]:
         Problem(
             name,
             "duplicate",
-            f"{p.dataset}: holds the same snapshots as {names.shown(other)}",
+            f"{p.dataset}: holds the same snapshots as {names.shown(other)}"
+            + _copy(store, name, other),
             dataset=p.dataset,
         )
         for name, other in p.duplicates
     ]
     return found
+
+
+def _copy(store: LocalStore, name: str, other: str) -> str:
+    """Across places a duplicate is usually a deliberate copy: say that a restore uses one."""
+    if store.place_of(name) == store.place_of(other):
+        return ""
+    return " (a copy in another place: a restore reads one of them)"

@@ -101,6 +101,7 @@ def check_json(report: ArchiveReport) -> str:
     doc = {
         "schema": CHECK_SCHEMA,
         "directory": report.directory,
+        "places": [_name(p) for p in report.places or [report.directory]],
         "valid": report.exit_code == 0,
         "exit_code": report.exit_code,
         "datasets": [
@@ -150,6 +151,8 @@ def _file_doc(f: FileReport) -> dict[str, Any]:
     doc: dict[str, Any] = {**_file_key(f.name), "valid": f.valid, "kind": f.kind, "bytes": f.size}
     if f.compression is not None:
         doc |= {"compression": f.compression, "file_bytes": f.file_bytes}
+    if f.place:
+        doc["place"] = _name(f.place)
     if f.in_progress:
         doc["in_progress"] = _message(f.in_progress)
     if f.archived is not None:

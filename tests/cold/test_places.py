@@ -1,0 +1,194 @@
+"""Several places: an archive spread over directories (two disks, one directory per dataset),
+through the installed console script, on real `zfs send` fixtures (no ZFS needed).
+
+zv/fs has a chain full @s1 -> @s2 -> @s3; zv/enc a raw full @s1 and its step to @s2."""
+
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.console import zverify
+from tests.cold.standin import valid
+from zverify.cold import lock
+
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
+FULL = "zv%2Ffs@s1.zfsfull"
+INC = "zv%2Ffs@s1-@s2.zfsinc"
+INC2 = "zv%2Ffs@s2-@s3.zfsinc"
+ENC_FULL = "zv%2Fenc@s1.zfsfull"
+ENC_INC = "zv%2Fenc@s1-@s2.zfsinc"
+FIXTURE = {
+    FULL: "full_fs_s1.zstream",
+    INC: "incr_fs_s1_s2.zstream",
+    INC2: "incr_empty_fs_s2_s3.zstream",
+    ENC_FULL: "raw_w_enc_s1.zstream",
+    ENC_INC: "raw_w_enc_s1_s2.zstream",
+}
+
+
+def put(place: Path, *files: str) -> Path:
+    place.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        shutil.copy(STREAMS / FIXTURE[name], place / name)
+    return place
+
+
+def check(*args: str) -> tuple[int, dict[str, Any], str]:
+    done = zverify("cold", "check", "--json", *args)
+    doc = json.loads(done.stdout) if done.stdout else {}
+    if doc:
+        valid("cold-check.schema.json", doc)
+    return done.returncode, doc, done.stderr
+
+
+def kinds(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    found = [(p["kind"], p["file"]) for f in doc["files"] for p in f["problems"]]
+    return (
+        found
+        + [(p["kind"], p["file"]) for p in doc["problems"]]
+        + [(p["kind"], p["file"]) for d in doc["datasets"] for p in d["problems"]]
+    )
+
+
+def newest(doc: dict[str, Any], dataset: str) -> str:
+    (ds,) = [d for d in doc["datasets"] if d["dataset"] == dataset]
+    return str(ds["restorable"][-1]["snapshot"])
+
+
+def test_a_chain_over_two_disks_checks_clean_and_one_disk_alone_has_an_orphan(
+    tmp_path: Path,
+) -> None:
+    one = put(tmp_path / "disk1", FULL, INC)
+    two = put(tmp_path / "disk2", INC2)
+    code, doc, err = check(str(one), str(two))
+    assert code == 0, (err, kinds(doc))
+    assert newest(doc, "zv/fs") == "s3"
+    assert doc["places"] == [str(one), str(two)]
+    # several places: each name is the place joined with the path in it (pasteable)
+    assert {(f["file"], f["place"]) for f in doc["files"]} == {
+        (str(one / FULL), str(one)),
+        (str(one / INC), str(one)),
+        (str(two / INC2), str(two)),
+    }
+    code, doc, err = check(str(two))
+    assert code == 1, err
+    assert kinds(doc) == [("orphan", INC2)]
+
+
+def test_text_names_a_file_by_a_path_that_can_be_pasted(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    two = put(tmp_path / "disk2", INC)
+    done = zverify("cold", "check", str(one), str(two))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"chain from {one / FULL}: 2 files" in done.stdout
+    assert f"archive {one}, {two}:" in done.stdout
+
+
+ENC_KEYS = [f"zv/enc/{ENC_FULL}", f"zv/enc/{ENC_INC}"]
+
+
+def test_recursive_reads_one_directory_per_dataset_at_any_depth(tmp_path: Path) -> None:
+    root = tmp_path / "cold"
+    put(root / "zv" / "fs", FULL, INC)
+    put(root / "deeper" / "still" / "fs", INC2)
+    put(root / "zv" / "enc", ENC_FULL, ENC_INC)
+    code, doc, err = check("--recursive", str(root))
+    assert code == 0, (err, kinds(doc))
+    assert (newest(doc, "zv/fs"), newest(doc, "zv/enc")) == ("s3", "s2")
+    assert sorted(f["file"] for f in doc["files"]) == sorted(
+        [f"zv/fs/{FULL}", f"zv/fs/{INC}", f"deeper/still/fs/{INC2}", *ENC_KEYS]
+    )
+
+
+def test_without_recursive_a_subdirectory_is_reported_not_skipped(tmp_path: Path) -> None:
+    root = put(tmp_path / "cold", FULL)
+    put(root / "more", INC)
+    code, doc, _ = check(str(root))
+    assert code == 1
+    assert ("not-a-stream", "more") in kinds(doc)
+
+
+def test_recursive_never_follows_a_symlinked_directory(tmp_path: Path) -> None:
+    root = put(tmp_path / "cold" / "fs", FULL)
+    elsewhere = put(tmp_path / "elsewhere", INC)
+    (root.parent / "link").symlink_to(elsewhere)
+    code, doc, _ = check("--recursive", str(root.parent))
+    assert code == 1
+    problems = kinds(doc)
+    assert ("not-a-stream", "link") in problems, problems
+    message = next(p["message"] for f in doc["files"] for p in f["problems"] if f["file"] == "link")
+    assert "symlink" in message and "not followed" in message
+    assert all(INC not in f["file"] for f in doc["files"])
+
+
+def test_a_subdirectory_that_cannot_be_listed_is_not_verified(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root lists any directory: no unlistable subdirectory can be made here")
+    root = put(tmp_path / "cold" / "fs", FULL)
+    shut = put(root.parent / "shut", INC)
+    shut.chmod(0)
+    try:
+        code, doc, _ = check("--recursive", str(root.parent))
+    finally:
+        shut.chmod(0o755)
+    assert code == 2
+    assert ("unreadable", "shut") in kinds(doc)
+
+
+@pytest.mark.parametrize("bad", ["missing", "a-file"])
+def test_a_place_that_cannot_be_read_is_exit_2_named(tmp_path: Path, bad: str) -> None:
+    good = put(tmp_path / "disk1", FULL)
+    (tmp_path / "a-file").write_text("not a directory\n")
+    done = zverify("cold", "check", str(good), str(tmp_path / bad))
+    assert done.returncode == 2
+    assert str(tmp_path / bad) in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_place_given_twice_is_refused(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    done = zverify("cold", "check", str(one), str(one) + "/.")
+    assert done.returncode == 2
+    assert "give each place once" in done.stderr
+
+
+def test_recursive_refuses_a_place_inside_another(tmp_path: Path) -> None:
+    root = put(tmp_path / "cold" / "fs", FULL)
+    done = zverify("cold", "check", "--recursive", str(root.parent), str(root))
+    assert done.returncode == 2
+    assert "inside" in done.stderr
+
+
+def test_a_copy_on_another_disk_is_a_duplicate_said_to_be_a_copy(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL, INC)
+    two = put(tmp_path / "disk2", FULL)
+    code, doc, _ = check(str(one), str(two))
+    assert code == 1
+    (dup,) = [p for d in doc["datasets"] for p in d["problems"] if p["kind"] == "duplicate"]
+    assert "a copy in another place" in dup["message"]
+    assert {dup["file"], dup["message"].split("same snapshots as ")[1].split(" (")[0]} == {
+        str(one / FULL),
+        str(two / FULL),
+    }
+    assert newest(doc, "zv/fs") == "s2"  # still restorable, from either copy
+
+
+def test_every_place_is_locked(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    two = put(tmp_path / "disk2", INC)
+    # a deleter's lock on the second place only: a reader of both must refuse at once
+    fd = os.open(two / lock.READERS, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        done = zverify("cold", "check", str(one), str(two))
+    finally:
+        os.close(fd)
+    assert done.returncode == 2
+    assert f"archive {two} is busy" in done.stderr
+    assert not (one / lock.READERS).exists()  # the first place's lock was let go

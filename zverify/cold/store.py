@@ -1,0 +1,311 @@
+"""Where an archive's files are: the few operations every cold command needs of its storage,
+behind one small interface, so that another kind of storage (an object store) plugs in
+without touching the chain model or the commands.
+
+An archive is one or several *places*.  Each entry has a *key*: its name, unique across the
+places, which reports show and the chain model (zverify.sendstream.chain) is keyed by.  With
+one place a key is the path relative to it (`tank%2Fdata@1.zfsfull`, or `tank/data@1.zfsfull`
+with --recursive); with several it is the place as given joined with that path
+(`/disk2/cold/tank%2Fdata@1-@2.zfsinc`), a path people can paste.  A sidecar, the parity and
+the `.damaged` original of a stream are keys in the stream's own directory (same prefix).
+
+The operations (Store):
+  entries()                 every entry, lstat()ed, never followed (zverify.cold.entries)
+  open_read(key, expect)    an fd for a sequential read (the C scanner reads fds)
+  open_ranged(key, expect)  an fd for ranged reads (pread: parity and repair read ranges)
+  writer(key)               write NAME.partial, then fsync + rename + directory fsync
+  delete(key, expect)       unlink only the very file that was proven
+  lock(how, wait)           readers'/writers' flock in every place (zverify.cold.lock)
+  local_path(key)           a real path, for tools that need one (par2): local places only
+
+LocalStore is the local implementation: one directory, or a set of directories.  The
+proofs (a stream validated while written, a plan re-made after a deletion) stay with the
+commands: a store moves bytes and names, it decides nothing.
+"""
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from zverify.cold import entries, lock, names
+from zverify.cold.entries import Identity
+from zverify.cold.workdir import fsync_dir
+from zverify.errors import ArchiveError, ColdError
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a place, as lstat() saw it (st None: it could not be, see error)."""
+
+    key: str
+    place: str
+    st: os.stat_result | None
+    error: OSError | None = None
+    owner: int = 0  # uid of the place's owner: its files are this archive's own (doubts())
+
+    @property
+    def name(self) -> str:
+        """The entry's own file name (its last path component)."""
+        return os.path.basename(self.key)
+
+
+class Store(Protocol):
+    """The archive operations the cold commands use (see the module's docstring)."""
+
+    places: list[str]
+
+    def entries(self) -> list[Entry]: ...
+    def open_read(self, key: str, expect: Identity | None = None) -> int: ...
+    def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
+    def writer(self, key: str) -> "contextlib.AbstractContextManager[Writer]": ...
+    def delete(self, key: str, expect: Identity) -> None: ...
+    def lock(self, how: str, wait: float = 0) -> "contextlib.AbstractContextManager[None]": ...
+    def local_path(self, key: str) -> str: ...
+    def place_of(self, key: str) -> str: ...
+
+
+class LocalStore:
+    """One directory or several ("places") on this host; with recursive, the directories
+    below them too (a symlinked directory is never followed: it is an entry like any other
+    that is not a regular file)."""
+
+    def __init__(self, places: list[str], recursive: bool = False) -> None:
+        """Raises ArchiveError when a place is not a directory that can be read, or is given
+        twice (the same directory, or with --recursive one inside another)."""
+        if not places:
+            raise ArchiveError("no archive directory given")
+        self.places = list(places)
+        self.recursive = recursive
+        self._ids: dict[tuple[int, int], str] = {}
+        for place in self.places:
+            st = _place_stat(place)
+            seen = self._ids.get((st.st_dev, st.st_ino))
+            if seen is not None:
+                raise ArchiveError(f"archive {place!r} is {seen!r} again: give each place once")
+            self._ids[(st.st_dev, st.st_ino)] = place
+        if recursive:
+            _refuse_nested(self.places)
+
+    # -- names ----------------------------------------------------------------------------
+
+    def key(self, place: str, relative: str) -> str:
+        return relative if len(self.places) == 1 else os.path.join(place, relative)
+
+    def local_path(self, key: str) -> str:
+        """The file's path on this host (for par2 and other tools that take paths; an object
+        store has none).  With several places the key is that path already."""
+        return os.path.join(self.places[0], key) if len(self.places) == 1 else key
+
+    def place_of(self, key: str) -> str:
+        if len(self.places) == 1:
+            return self.places[0]
+        # the longest place the key starts with (places are never nested when recursive,
+        # and without recursion the rest is one name)
+        found = [p for p in self.places if key.startswith(os.path.join(p, ""))]
+        return max(found, key=len) if found else self.places[0]
+
+    def directory_of(self, key: str) -> str:
+        """The directory a key is in, on this host: its sidecar, parity and work directory
+        are made there, and it is what is fsynced after a change."""
+        return os.path.dirname(self.local_path(key)) or "."
+
+    @staticmethod
+    def sibling(key: str, name: str) -> str:
+        """The key of name in the same directory as key (NAME.json beside NAME)."""
+        return key[: len(key) - len(os.path.basename(key))] + name
+
+    @property
+    def shown(self) -> str:
+        """The places, for one line of text."""
+        return ", ".join(self.places)
+
+    # -- listing --------------------------------------------------------------------------
+
+    def entries(self) -> list[Entry]:
+        """Every entry of every place, sorted by key.  Raises ArchiveError when a place
+        itself cannot be listed (a subdirectory that cannot be is an entry with error)."""
+        found: list[Entry] = []
+        for place in self.places:
+            try:
+                owner = os.stat(place).st_uid
+                found += self._walk(place, "", owner)
+            except OSError as err:
+                raise ArchiveError(f"cannot read archive {place!r}: {err.strerror}") from None
+        return sorted(found, key=lambda e: e.key)
+
+    def _walk(self, place: str, below: str, owner: int) -> list[Entry]:
+        """The entries of place/below; raises OSError when it cannot be listed."""
+        with os.scandir(os.path.join(place, below) if below else place) as it:
+            listed = sorted(e.name for e in it)
+        out: list[Entry] = []
+        for name in listed:
+            relative = os.path.join(below, name) if below else name
+            key = self.key(place, relative)
+            try:
+                st = os.lstat(os.path.join(place, relative))
+            except OSError as err:
+                out.append(Entry(key, place, None, err, owner))
+                continue
+            # a work directory of a parity or repair run is an entry, never entered
+            work = name.endswith(names.WORK_DIRS)
+            if not (self.recursive and stat.S_ISDIR(st.st_mode)) or work:
+                out.append(Entry(key, place, st, None, owner))
+                continue
+            try:
+                out += self._walk(place, relative, owner)
+            except OSError as err:
+                out.append(Entry(key, place, st, err, owner))
+        return out
+
+    # -- reading --------------------------------------------------------------------------
+
+    def open_read(self, key: str, expect: Identity | None = None) -> int:
+        """An fd of the regular file of key (never a symlink, a FIFO, another file than
+        expect).  Raises OSError or entries.Changed."""
+        return entries.open_regular(self.local_path(key), expect)
+
+    def open_ranged(self, key: str, expect: Identity | None = None) -> int:
+        """The same, read with pread() (a local fd is both; an object store's is not)."""
+        return entries.open_regular(self.local_path(key), expect)
+
+    # -- changing -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writer(self, key: str) -> Iterator["Writer"]:
+        """A new NAME.partial (exclusive, flock()ed: `cold check` tells it from a leftover),
+        renamed to NAME by Writer.commit(); removed if the block ends without commit."""
+        w = Writer(self.local_path(key))
+        try:
+            yield w
+        finally:
+            w.discard()
+
+    def delete(self, key: str, expect: Identity) -> None:
+        """Unlink key only when it is still the very regular file that was proven (inode,
+        size and modification time), then fsync its directory.  Raises ColdError when it is
+        not, OSError when the unlink or the fsync fails."""
+        path = self.local_path(key)
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or not expect.unchanged(st):
+            raise ColdError(
+                f"{names.shown(key)} is not the file that was verified any more (replaced or "
+                "changed since): not deleted"
+            )
+        os.unlink(path)
+        fsync_dir(self.directory_of(key))
+
+    @contextlib.contextmanager
+    def lock(self, how: str, wait: float = 0) -> Iterator[None]:
+        """The locks of every place (zverify.cold.lock), taken in one fixed order (by device
+        and inode) so that two commands on overlapping places never wait for each other
+        crosswise.  how: "read", "write" or "delete"."""
+        with contextlib.ExitStack() as stack:
+            for _id, place in sorted(self._ids.items()):
+                if how == "read":
+                    stack.enter_context(lock.reading(place, wait))
+                else:
+                    stack.enter_context(lock.writing(place, wait, deleting=how == "delete"))
+            yield
+
+
+class Writer:
+    """NAME.partial being written; commit() makes it NAME atomically and durably."""
+
+    def __init__(self, final: str) -> None:
+        self.final = final
+        self.partial = final + names.PARTIAL
+        self.fd, mine = create_exclusive(self.partial)
+        self._mine: Identity | None = mine
+
+    def commit(self) -> None:
+        """fsync, close (NFS reports write errors there), rename into place (never over an
+        existing entry), fsync the directory.  Raises ColdError naming the step."""
+        _io("fsync of", self.partial, os.fsync, self.fd)
+        closing, self.fd = self.fd, -1
+        _io("closing", self.partial, os.close, closing)
+        refuse_existing(self.final)
+        _io("renaming into place", self.partial, os.rename, self.partial, self.final)
+        self._mine = None
+        directory = os.path.dirname(self.final) or "."
+        _io("fsync of the directory", directory, fsync_dir, directory)
+
+    def discard(self) -> str | None:
+        """Close and remove this writer's .partial unless committed; what is left behind, in
+        words, when it cannot be removed (never a file that is not the one created here)."""
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+        mine, self._mine = self._mine, None
+        if mine is None:
+            return None
+        try:
+            if not mine.same_file(os.lstat(self.partial)):
+                return None
+            os.unlink(self.partial)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            return (
+                f"{names.shown(self.partial)} could not be removed ({err.strerror}): no "
+                "command counts it as a stream; `zverify cold clean --yes` removes it"
+            )
+        return None
+
+
+def create_exclusive(path: str) -> tuple[int, Identity]:
+    """path, new (never an existing file, never through a symlink), flock()ed as a send's
+    .partial is (zverify.cold.lock).  Raises FileExistsError, ColdError."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise
+    except OSError as err:
+        raise ColdError(f"cannot create {names.shown(path)}: {err.strerror}") from None
+    try:
+        lock.hold_partial(fd)
+        return fd, Identity.of(os.fstat(fd))
+    except OSError as err:
+        os.close(fd)
+        os.unlink(path)
+        raise ColdError(f"cannot lock {names.shown(path)}: {err.strerror}") from None
+
+
+def refuse_existing(final: str) -> None:
+    if os.path.lexists(final):
+        name, where = names.shown(os.path.basename(final)), os.path.dirname(final) or "."
+        raise ColdError(f"{name} already exists in {where}: refusing to overwrite it")
+
+
+def _io(doing: str, path: str, call: Callable[..., Any], *args: Any) -> Any:
+    """call(*args); an OSError becomes one line naming what was done to which file."""
+    try:
+        return call(*args)
+    except OSError as err:
+        raise ColdError(f"{doing} {names.shown(path)} failed: {err.strerror or err}") from None
+
+
+def _place_stat(place: str) -> os.stat_result:
+    """A place is a directory, reached through a symlink only if the user typed one."""
+    try:
+        st = os.stat(place)
+    except OSError as err:
+        raise ArchiveError(f"cannot read archive {place!r}: {err.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ArchiveError(f"cannot read archive {place!r}: not a directory")
+    return st
+
+
+def _refuse_nested(places: list[str]) -> None:
+    """With --recursive a place inside another would be read twice: refused."""
+    real = {p: os.path.join(os.path.realpath(p), "") for p in places}
+    for inner in places:
+        for outer in places:
+            if inner != outer and real[inner].startswith(real[outer]):
+                raise ArchiveError(
+                    f"archive {inner!r} is inside {outer!r}, which --recursive reads already"
+                )
