@@ -3,12 +3,16 @@
 a plain one, and damage in its compressed layer makes it damaged, named, never restorable.
 The files are compressed by the real zstd and gzip programs."""
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.cli.console import zverify
+from tests.cold import fakezfs
+from tests.cold.standin import ZfsStandIn, run
 from tests.cold.test_check import (
     FIXTURE,
     FULL_S1,
@@ -19,6 +23,8 @@ from tests.cold.test_check import (
     problems,
     restorable,
 )
+from zverify.cold.restore import receive_file
+from zverify.errors import UnrestorableError
 
 ZST = INC_S1_S2 + ".zst"
 GZ = INC_S2_S3 + ".gz"
@@ -74,3 +80,68 @@ def test_a_truncated_zst_is_truncated_even_when_its_stream_came_out_whole(
     assert code == 1
     assert (ZST, "truncated") in problems(doc)
     assert set(restorable(doc)) == {"s1"}
+
+
+def test_restore_receives_plain_and_compressed_files_through_the_relay(tmp_path: Path) -> None:
+    """The stand-in `zfs receive` records snapshots only when it was fed a fixture stream
+    byte for byte: the compressed files reached it decompressed and whole."""
+    root = mixed(tmp_path)
+    zfs = ZfsStandIn(tmp_path / "standin")
+    done = run("cold", "restore", "-q", str(root), "tank/r", env=zfs.env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    received = (zfs.state / "received").read_text()
+    assert {row.split("\t")[0] for row in received.splitlines()} == {
+        "tank/r@s1",
+        "tank/r@s2",
+        "tank/r@s3",
+    }
+
+
+def test_a_checksum_failing_after_the_whole_stream_never_lets_receive_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file changed after it was checked: its zstd checksum (the file's last bytes)
+    fails only once every stream byte came out; receive is fed all but the end and killed."""
+    root = mixed(tmp_path)
+    got = tmp_path / "received"
+    fakezfs.install(monkeypatch, tmp_path, f"cat > '{got}'\nexit 0\n")
+    data = bytearray((root / ZST).read_bytes())
+    data[-1] ^= 1
+    (root / ZST).write_bytes(bytes(data))
+    with pytest.raises(UnrestorableError, match="compressed with zstd"):
+        receive_file(str(root / ZST), "tank/r")
+    plain = (STREAMS / FIXTURE[INC_S1_S2]).read_bytes()
+    fed = got.read_bytes() if got.exists() else b""  # killed before it even opened it
+    assert plain.startswith(fed) and len(fed) <= len(plain) - 312  # never its END record
+
+
+def test_the_script_tests_then_decompresses_each_compressed_file(tmp_path: Path) -> None:
+    """Run with a `zfs` that stores what each receive reads: the plain stream of every file,
+    in order; and a decompressor failing inside the pipe fails the script (dash has no
+    pipefail)."""
+    root = mixed(tmp_path)
+    out = tmp_path / "restore.sh"
+    done = zverify("cold", "restore", "--script", str(out), str(root), "tank/r")
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "zstd -t -q" in text and "gzip -t -q" in text
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fed = tmp_path / "fed"
+    fed.mkdir()
+    (bindir / "zfs").write_text(f'#!/bin/sh\ncat > "{fed}/$(ls {fed} | wc -l)"\n')
+    (bindir / "zfs").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    assert subprocess.run(["sh", str(out)], env=env).returncode == 0
+    streams = [FULL_S1, INC_S1_S2, INC_S2_S3]
+    assert [(fed / str(i)).read_bytes() for i in range(3)] == [
+        (STREAMS / FIXTURE[name]).read_bytes() for name in streams
+    ]
+    # a zstd that passes its test, then fails while decompressing (a read error, say)
+    (bindir / "zstd").write_text('#!/bin/sh\n[ "$1" = -t ] && exit 0\nhead -c 100 "$3"; exit 1\n')
+    (bindir / "zstd").chmod(0o755)
+    shutil.rmtree(fed)
+    fed.mkdir()
+    failed = subprocess.run(["sh", str(out)], env=env, capture_output=True, text=True)
+    assert failed.returncode != 0
+    assert sorted(os.listdir(fed)) == ["0", "1"]  # nothing received after the failure

@@ -23,6 +23,7 @@ from zverify.cold.check import ArchiveReport
 from zverify.cold.entries import Identity
 from zverify.cold.names import shown
 from zverify.errors import ColdError, UnrestorableError
+from zverify.sendstream import compressed
 from zverify.sendstream.chain import ArchivedFile, Restorable
 from zverify.sendstream.validate import ProgressHook, verify_stream
 from zverify.zfs import command, inventory
@@ -183,10 +184,34 @@ def _so_far(done: list[str] | None) -> str:
 
 
 def script(directory: str, plan: RestorePlan, report: ArchiveReport) -> str:
-    """The same receives as a plain sh script, for a machine without zverify."""
+    """The same receives as a plain sh script, for a machine without zverify.  A compressed
+    file is tested whole by its own tool first (so that damage at its end is found before
+    receive could commit what came out), then decompressed into receive."""
     lines = ["#!/bin/sh", "# written by zverify cold restore: receive in this order", "set -e"]
+    packed = {f.name: f.compression for f in report.files}
+    if any(packed.get(name) for name in plan.files):
+        lines += _RECEIVE_PIPED
     where = landing(plan.target, _archived(plan, report))
     for name in plan.files:
         path = shlex.quote(os.path.join(os.path.abspath(directory), name))
-        lines.append(f"zfs receive -u {shlex.quote(where[name])} < {path}")
+        target = shlex.quote(where[name])
+        tool = compressed.TOOLS.get(packed.get(name) or "")
+        if tool is None:
+            lines.append(f"zfs receive -u {target} < {path}")
+        else:  # an absolute path never starts with '-': no option is read from it
+            lines += [f"{tool} -t -q {path}", f"receive_piped {target} {tool} -dc {path}"]
     return "\n".join(lines) + "\n"
+
+
+# Not every sh has `set -o pipefail` (dash has not): the decompressor's status is passed out
+# of the pipeline on fd 3, so that its failure fails the script as receive's does.
+_RECEIVE_PIPED = [
+    "# receive_piped TARGET COMMAND...: COMMAND's output into `zfs receive -u TARGET`; the",
+    "# script fails when either fails",
+    "receive_piped() {",
+    "    target=$1",
+    "    shift",
+    '    status=$( { { "$@"; echo $? >&3; } | zfs receive -u "$target" >&2; } 3>&1 ) || return 1',
+    '    [ "$status" = 0 ] || { echo "$1 failed (exit $status)" >&2; return 1; }',
+    "}",
+]
