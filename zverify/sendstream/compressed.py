@@ -109,18 +109,14 @@ def decompressing(fd: int, compression: str) -> Iterator[tuple[int, Layer]]:
 
 
 def _pump(fd: int, w: int, layer: Layer) -> None:
-    held = b""
+    out = _Output(w, layer)
     try:
-        for out in _decode(layer, _chunks(fd, layer)):
-            if out:
-                _write_all(w, held)
-                _write_all(w, memoryview(out)[:-1])
-                held = out[-1:]
-        _write_all(w, held)  # the whole file was read and proven: the end may go on
+        _decode(layer, _chunks(fd, layer), out)
+        _write_all(w, out.held)  # the whole file was read and proven: the end may go on
         layer.finished = True
     except _Bad as bad:
         layer.problem = (bad.kind, f"compressed with {layer.compression}: {bad}")
-        passed = layer.stream_bytes - len(held)
+        passed = layer.stream_bytes - len(out.held)
         layer.trusted = passed if bad.at is None else min(bad.at, passed)
     except BrokenPipeError:
         pass  # the scanner stopped reading: its verdict is made already
@@ -128,6 +124,21 @@ def _pump(fd: int, w: int, layer: Layer) -> None:
         layer.problem = ("io", f"read error at compressed byte {layer.file_bytes}: {err.strerror}")
     finally:
         os.close(w)
+
+
+class _Output:
+    """Decompressed bytes into the pipe as they come, all but the last byte (held back until
+    the file is proven: see the module's docstring)."""
+
+    def __init__(self, w: int, layer: Layer) -> None:
+        self.w, self.layer, self.held = w, layer, b""
+
+    def put(self, data: bytes | memoryview) -> None:
+        if data:
+            self.layer.stream_bytes += len(data)
+            _write_all(self.w, self.held)
+            _write_all(self.w, memoryview(data)[:-1])
+            self.held = bytes(data[-1:])  # a copy: the library reuses its buffer
 
 
 def _write_all(w: int, data: bytes | memoryview) -> None:
@@ -142,10 +153,10 @@ def _chunks(fd: int, layer: Layer) -> Iterator[bytes]:
         yield chunk
 
 
-def _decode(layer: Layer, chunks: Iterator[bytes]) -> Iterator[bytes]:
+def _decode(layer: Layer, chunks: Iterator[bytes], out: _Output) -> None:
     if layer.compression == "zstd":
-        return _zstd(layer, chunks)
-    return _members(layer, chunks, _MEMBER[layer.compression])
+        return _zstd(layer, chunks, out)
+    return _members(layer, chunks, _MEMBER[layer.compression], out)
 
 
 # -- gzip, xz, lz4: a decompressor object per member (stream, frame), one after the other ---
@@ -195,7 +206,7 @@ _MEMBER = {
 }
 
 
-def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member) -> Iterator[bytes]:
+def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member, put: _Output) -> None:
     """Members one after the other (`cat a.gz b.gz`, `xz -T2`, several lz4 frames): each must
     end with its check, and nothing but another member may follow."""
     obj: Any = None
@@ -222,8 +233,7 @@ def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member) -> Iterator[b
                 out = obj.decompress(data, CHUNK)
             except kind.error() as err:
                 raise _damaged(err, start, UNITS[layer.compression]) from None
-            layer.stream_bytes += len(out)
-            yield out
+            put.put(out)
             if obj.eof:
                 data, obj = obj.unused_data, None
             elif kind.tail:
@@ -275,18 +285,16 @@ def _truncated(size: int, start: tuple[int, int], unit: str) -> _Bad:
 # -- zstd: the frame structure walked here, the data decompressed by the library -----------
 
 
-def _zstd(layer: Layer, chunks: Iterator[bytes]) -> Iterator[bytes]:
+def _zstd(layer: Layer, chunks: Iterator[bytes], out: _Output) -> None:
     """The library's stream writer decompresses across frames with bounded output but does
     not say whether the file ended inside a frame: _Frames walks the frame and block headers
     (cheap: a few per 128 KiB) to know where frames begin and end, and feeds the library one
     frame at a time."""
     import zstandard
 
-    out: list[bytes] = []
-
     class _Sink:
         def write(self, data: bytes) -> int:
-            out.append(bytes(data))
+            out.put(data)
             return len(data)
 
     frames = _Frames()
@@ -303,12 +311,7 @@ def _zstd(layer: Layer, chunks: Iterator[bytes]) -> Iterator[bytes]:
                     sink, write_size=CHUNK, write_return_read=True, closefd=False
                 )
             try:
-                for i in range(0, len(piece), CHUNK // 8):  # bounded output per call
-                    writer.write(piece[i : i + CHUNK // 8])
-                    while out:
-                        data = out.pop(0)
-                        layer.stream_bytes += len(data)
-                        yield data
+                writer.write(piece)  # its output goes to the pipe CHUNK bytes at a time
             except zstandard.ZstdError as err:
                 raise _damaged(err, start, UNITS[layer.compression]) from None
     if frames.inside:
