@@ -54,3 +54,21 @@ def test_no_import_loop() -> None:
 
     for module in sorted(graph):
         visit(module, [module])
+
+
+def test_zfs_only_through_typed_verbs() -> None:
+    """cold/ reaches ZFS through zverify.zfs.ops (and inventory's readers): no argv, no
+    libzfs_core arguments, no exit status of its own (aesthetics review 3, change 5)."""
+    raw = []
+    for path in sorted(COLD.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "zverify.zfs":
+                raw += [
+                    f"{path.name}: {a.name}" for a in node.names if a.name in ("command", "lzc")
+                ]
+            elif isinstance(node, ast.ImportFrom) and node.module in (
+                "zverify.zfs.command",
+                "zverify.zfs.lzc",
+            ):
+                raw.append(f"{path.name}: {node.module}")
+    assert raw == []

@@ -37,7 +37,7 @@ from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError, ZfsError
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Restorable, plan
-from zverify.zfs import command, inventory, lzc
+from zverify.zfs import inventory, ops
 
 # Problems that leave a doubt over what a kept chain holds: nothing is deleted while one exists.
 BLOCKING = {
@@ -206,8 +206,8 @@ def trial_receive(
     try:
         restore.receive_all(directory, trial, report)
     finally:
-        if command.optional("list", "-H", "-o", "name", scratch) is not None:
-            command.run("destroy", "-r", scratch)
+        if ops.exists(scratch):
+            ops.destroy_tree(scratch)
 
 
 def delete_files(directory: str, decision: DatasetPrune, report: ArchiveReport) -> list[str]:
@@ -274,19 +274,13 @@ def release_keepers(decision: DatasetPrune) -> tuple[list[str], str | None]:
     lost = {r.guid for r in decision.lost}
     mine = [s for s in present if s.guid in lost]
     bookmarks = [
-        s.full_name(decision.dataset).encode()
+        s.full_name(decision.dataset)
         for s in mine
         if s.bookmark and s.name.startswith(BOOKMARK_PREFIX)
     ]
-    if bookmarks:
-        lzc.call("lzc_destroy_bookmarks", bookmarks)
-    held = [
-        s.full_name(decision.dataset).encode()
-        for s in mine
-        if not s.bookmark
-        and HOLD_TAG.encode() in lzc.call("lzc_get_holds", s.full_name(decision.dataset).encode())
-    ]
-    if held:
-        lzc.call("lzc_release", {name: [HOLD_TAG.encode()] for name in held})
-    released = [n.decode() for n in bookmarks] + [f"{n.decode()} (hold {HOLD_TAG})" for n in held]
+    ops.destroy_bookmarks(bookmarks)
+    snapshots = [s.full_name(decision.dataset) for s in mine if not s.bookmark]
+    held = [name for name in snapshots if HOLD_TAG in ops.holds(name)]
+    ops.release(held, HOLD_TAG)
+    released = bookmarks + [f"{name} (hold {HOLD_TAG})" for name in held]
     return released, None

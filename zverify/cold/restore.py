@@ -26,7 +26,7 @@ from zverify.errors import ColdError, UnrestorableError
 from zverify.sendstream import compressed
 from zverify.sendstream.chain import ArchivedFile, Restorable
 from zverify.sendstream.validate import ProgressHook, verify_stream
-from zverify.zfs import command, inventory
+from zverify.zfs import inventory, ops
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def landing(target: str, files: list[ArchivedFile]) -> dict[str, str]:
 
 def check_target(target: str) -> None:
     """A restore creates its target: an existing dataset is never received into."""
-    if command.optional("list", "-H", "-o", "name", target) is not None:
+    if ops.exists(target):
         raise ColdError(f"{target} exists: restore creates a new dataset (destroy or rename it)")
 
 
@@ -155,7 +155,7 @@ def receive_file(
     name = shown(os.path.basename(path))
     fd = _open(path, expect)
     try:
-        with command.receiving(target) as pipe:
+        with ops.receiving(target) as pipe:
             report = verify_stream(fd, relay_to=pipe, progress=progress)
             if not report.readable:
                 what = report.problems[0].message if report.problems else "unreadable"

@@ -36,7 +36,7 @@ from zverify.cold.plan import SendPlan
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream.validate import StreamReport, verify_stream
-from zverify.zfs import command, inventory, lzc
+from zverify.zfs import inventory, ops
 
 BOOKMARK_PREFIX = "zverify-"
 HOLD_TAG = "zverify-cold"  # `zfs holds` shows it on the snapshot kept for the next incremental
@@ -64,11 +64,11 @@ def send_to_archive(
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
     final = os.path.join(directory, name)
     _refuse_existing(final)
-    argv = _send_argv(dataset, plan, flags)
+    args = send_args(dataset, plan, flags)
     partial = final + names.PARTIAL
     fd, mine = _create_exclusive(directory, partial)
     try:
-        report = _send_and_validate(argv, fd, partial, progress)
+        report = _send_and_validate(args, fd, partial, progress)
         _prove(report, plan, fd, partial)
         _io("fsync of", partial, os.fsync, fd)
         digest = _sha256(fd, partial)
@@ -83,7 +83,7 @@ def send_to_archive(
         raise
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
     _io(f"{sent}, but the fsync of the directory", directory, fsync_dir, directory)
-    missing = _write_sidecar(final, dataset, plan, argv, report, digest)
+    missing = _write_sidecar(final, dataset, plan, args.argv(), report, digest)
     if parity_percent:
         unprotected = _write_parity(directory, name, parity_percent)
         missing = "; ".join(m for m in (missing, unprotected) if m) or None
@@ -111,11 +111,10 @@ def _io(doing: str, path: str, call: Callable[..., Any], *args: Any) -> Any:
         raise ColdError(f"{doing} {names.shown(path)} failed: {err.strerror or err}") from None
 
 
-def _send_argv(dataset: str, plan: SendPlan, flags: list[str]) -> list[str]:
-    argv = ["send", *flags]
-    if plan.base is not None:
-        argv += ["-I" if plan.intermediate else "-i", plan.base.full_name(dataset)]
-    return [*argv, f"{dataset}@{plan.to.name}"]
+def send_args(dataset: str, plan: SendPlan, flags: list[str]) -> ops.SendArgs:
+    """The `zfs send` of the plan."""
+    base = plan.base.full_name(dataset) if plan.base is not None else None
+    return ops.SendArgs(f"{dataset}@{plan.to.name}", base, plan.intermediate, tuple(flags))
 
 
 def _create_exclusive(directory: str, path: str) -> tuple[int, Identity]:
@@ -155,22 +154,24 @@ def _existing_partial(directory: str, path: str) -> str:
 
 
 def _send_and_validate(
-    argv: list[str], out: int, partial: str, progress: Callable[[int], None] | None
+    args: ops.SendArgs, out: int, partial: str, progress: Callable[[int], None] | None
 ) -> StreamReport:
     """The scanner reads `zfs send` and relays what it verified into the partial file: one
     pass, no second copy; a stream that goes bad stops being written at its bad record."""
-    zfs = command.popen(argv)
-    assert zfs.stdout is not None
+    zfs = ops.send(args)
+    sent: ZfsError | None = None
     try:
         report = verify_stream(zfs.stdout.fileno(), progress=progress, relay_to=out)
     finally:
-        zfs.stdout.close()  # zfs gets SIGPIPE if the scan stopped early
-        zfs_err = zfs.communicate()[1].decode(errors="replace")
+        try:
+            zfs.finish()  # zfs gets SIGPIPE if the scan stopped early
+        except ZfsError as err:
+            sent = err
     written = next((p for p in report.problems if p.code == "relay"), None)
     if written is not None:
         raise ColdError(f"writing {names.shown(partial)} failed: {written.message}")
-    if zfs.returncode != 0:
-        raise ColdError(f"`zfs {' '.join(argv)}` failed (exit {zfs.returncode}): {zfs_err}")
+    if sent is not None:
+        raise ColdError(str(sent))
     if report.valid and report.relayed != report.size:
         raise ColdError(f"{names.shown(partial)}: {report.relayed} of {report.size} bytes written")
     return report
@@ -208,8 +209,7 @@ def _write_sidecar(
     """NAME.json (zverify.cold.sidecar), by the same exclusive .partial and rename as the
     stream (never over an existing entry).  Returns what went wrong, in words, or None: a
     sidecar is never needed to restore, so its failure does not undo the archived stream."""
-    version = (command.optional("version") or "").strip().splitlines()
-    doc = sidecar.document(dataset, plan, argv, report, digest, version)
+    doc = sidecar.document(dataset, plan, argv, report, digest, ops.version())
     directory = os.path.dirname(final) or "."
     target = final + names.SIDECAR
     tmp = target + names.PARTIAL
@@ -248,7 +248,7 @@ def _bookmark(dataset: str, snapshot: str) -> str:
     snapshot make it twice) is kept only when it is of that very snapshot (same GUID)."""
     bookmark = f"{dataset}#{BOOKMARK_PREFIX}{snapshot}"
     try:
-        lzc.call("lzc_bookmark", {bookmark.encode(): f"{dataset}@{snapshot}".encode()})
+        ops.bookmark(bookmark, f"{dataset}@{snapshot}")
     except ZfsError as err:
         if err.errno != errno.EEXIST:
             raise
@@ -263,12 +263,11 @@ def _hold(dataset: str, plan: SendPlan) -> str:
     """Hold the sent snapshot with HOLD_TAG, then release the tag from the base it moves on
     from (the hold moves forward; `cold prune` releases the ones of removed chains)."""
     snapshot = f"{dataset}@{plan.to.name}"
-    if HOLD_TAG.encode() not in lzc.call("lzc_get_holds", snapshot.encode()):
-        lzc.call("lzc_hold", {snapshot.encode(): HOLD_TAG.encode()})
+    ops.hold(snapshot, HOLD_TAG)
     if plan.base is not None and not plan.base.bookmark:
-        base = plan.base.full_name(dataset).encode()
-        if HOLD_TAG.encode() in lzc.call("lzc_get_holds", base):
-            lzc.call("lzc_release", {base: [HOLD_TAG.encode()]})
+        base = plan.base.full_name(dataset)
+        if HOLD_TAG in ops.holds(base):
+            ops.release([base], HOLD_TAG)
     return snapshot
 
 

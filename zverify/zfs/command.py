@@ -104,33 +104,3 @@ def popen(
         return subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr)
     except OSError as err:
         raise ZfsError(argv, None, err.strerror or str(err)) from None
-
-
-@contextlib.contextmanager
-def receiving(target: str) -> Iterator[int]:
-    """`zfs receive -u TARGET` (not mounted: nothing may touch TARGET between the receives of
-    one chain), reading from the pipe whose write end (an fd) is yielded.
-
-    On a normal exit the pipe is closed and the receive's exit status checked (ZfsError on
-    failure).  On an exception the receive is killed *before* its input ends, so that it can
-    never take what it got for a complete stream; a receive killed midway applies nothing.
-    """
-    args = ["receive", "-u", target]
-    import tempfile
-
-    with tempfile.TemporaryFile() as errors:
-        proc = popen(args, stdin=subprocess.PIPE, stdout=errors, stderr=errors)
-        assert proc.stdin is not None
-        try:
-            yield proc.stdin.fileno()
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            proc.stdin.close()
-            raise
-        proc.stdin.close()
-        code = proc.wait()
-        if code != 0:
-            errors.seek(0)
-            stderr = errors.read().decode("utf-8", "replace").strip()
-            raise ZfsError(["zfs", *args], code, stderr)

@@ -8,7 +8,7 @@ replaced by "nothing there".
 from dataclasses import dataclass, field
 
 from zverify.errors import ZfsError
-from zverify.zfs import command, lzc
+from zverify.zfs import command, ops
 
 
 @dataclass(frozen=True)
@@ -118,13 +118,8 @@ def written_since(dataset: str, snapshot: str) -> int:
 
 
 def holds(dataset: str, snapshot: str) -> list[str]:
-    """The user-hold tags on dataset@snapshot (libzfs_core when pyzfs is there)."""
-    full = f"{dataset}@{snapshot}"
-    if lzc.available():
-        tags = lzc.call("lzc_get_holds", full.encode())
-        return sorted(t.decode() if isinstance(t, bytes) else str(t) for t in tags)
-    out = command.run("holds", "-H", full)
-    return sorted(line.split("\t")[1] for line in out.splitlines() if line.strip())
+    """The user-hold tags on dataset@snapshot."""
+    return ops.holds(f"{dataset}@{snapshot}")
 
 
 def changes_since(dataset: str, snapshot: str) -> list[str]:
