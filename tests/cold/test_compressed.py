@@ -3,6 +3,7 @@
 a plain one, and damage in its compressed layer makes it damaged, named, never restorable.
 The files are compressed by the real zstd and gzip programs."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.cold import fakezfs
-from tests.cold.standin import ZfsStandIn, run
+from tests.cold.standin import ZfsStandIn, run, valid
 from tests.cold.test_check import (
     FIXTURE,
     FULL_S1,
@@ -20,11 +21,15 @@ from tests.cold.test_check import (
     INC_S2_S3,
     STREAMS,
     check,
+    guid,
     problems,
     restorable,
 )
+from zverify.cold.plan import SendPlan
 from zverify.cold.restore import receive_file
-from zverify.errors import UnrestorableError
+from zverify.cold.send import send_to_archive
+from zverify.errors import ColdError, UnrestorableError
+from zverify.zfs.inventory import Snap
 
 ZST = INC_S1_S2 + ".zst"
 GZ = INC_S2_S3 + ".gz"
@@ -145,3 +150,93 @@ def test_the_script_tests_then_decompresses_each_compressed_file(tmp_path: Path)
     failed = subprocess.run(["sh", str(out)], env=env, capture_output=True, text=True)
     assert failed.returncode != 0
     assert sorted(os.listdir(fed)) == ["0", "1"]  # nothing received after the failure
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> ZfsStandIn:
+    standin = ZfsStandIn(tmp_path / "standin")
+    standin.source("zv/fs", {"s1": "full_fs_s1.zstream", "s2": "incr_fs_s1_s2.zstream"})
+    return standin
+
+
+def test_send_compress_zstd_writes_a_proven_zst_that_checks_and_restores(
+    tmp_path: Path, source: ZfsStandIn
+) -> None:
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    env = source.env()
+    first = run("cold", "send", "--json", "--compress", "zstd:19", "--snapshot", "s1", "zv/fs",
+                str(cold), env=env)  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    doc = json.loads(first.stdout)
+    valid("cold-send.schema.json", doc)
+    sent = doc["sent"]
+    assert sent["file"] == FULL_S1 + ".zst" and sent["compression"] == "zstd"
+    plain = (STREAMS / FIXTURE[FULL_S1]).read_bytes()
+    packed = (cold / sent["file"]).read_bytes()
+    assert (sent["bytes"], sent["file_bytes"]) == (len(plain), len(packed))
+    # the real zstd reads it back to the very stream zfs sent
+    out = subprocess.run(["zstd", "-dc"], input=packed, capture_output=True, check=True).stdout
+    assert out == plain
+    side = json.loads((cold / (sent["file"] + ".json")).read_text())
+    assert (side["compression"], side["bytes"], side["file_bytes"]) == (
+        "zstd",
+        len(plain),
+        len(packed),
+    )
+    second = run("cold", "send", "-q", "--no-intermediate", "--compress", "gzip", "zv/fs",
+                 str(cold), env=env)  # fmt: skip
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert sorted(p.name for p in cold.iterdir() if not p.name.startswith(".")) == sorted(
+        [sent["file"], sent["file"] + ".json", INC_S1_S2 + ".gz", INC_S1_S2 + ".gz.json"]
+    )
+    code, checked = check(cold)
+    assert code == 0, problems(checked)
+    assert restorable(checked)["s2"] == [sent["file"], INC_S1_S2 + ".gz"]
+
+
+def test_send_compress_refuses_an_unknown_algorithm_or_level(
+    tmp_path: Path, source: ZfsStandIn
+) -> None:
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    for bad in ("brotli", "zstd:99", "gzip:x"):
+        done = run("cold", "send", "-q", "--compress", bad, "zv/fs", str(cold), env=source.env())
+        assert done.returncode == 2, done.stdout
+        assert "--compress" in done.stderr and "Traceback" not in done.stderr
+    assert list(cold.iterdir()) == [] or all(p.name.startswith(".") for p in cold.iterdir())
+
+
+def test_send_compress_a_damaged_stream_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = bytearray((STREAMS / FIXTURE[FULL_S1]).read_bytes())
+    data[len(data) // 2] ^= 1
+    (tmp_path / "bad.zstream").write_bytes(bytes(data))
+    fakezfs.install(monkeypatch, tmp_path, f"cat '{tmp_path / 'bad.zstream'}'\n")
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    plan = SendPlan(Snap("s1", int(guid("s1")), 10), None, None, False, "test")
+    with pytest.raises(ColdError, match="not valid"):
+        send_to_archive("zv/fs", str(cold), plan, [], compress=("zstd", None))
+    assert list(cold.iterdir()) == []
+
+
+def test_send_compress_a_full_filesystem_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compressing thread's write fails (ENOSPC: the gzip of the stream, ~10 KB, on a
+    4 KiB tmpfs): ColdError naming it, and no file left."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tiny tmpfs needs root")
+    fakezfs.install(monkeypatch, tmp_path, f"cat '{STREAMS / FIXTURE[FULL_S1]}'\n")
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(cold)], check=True)
+    try:
+        plan = SendPlan(Snap("s1", int(guid("s1")), 10), None, None, False, "test")
+        with pytest.raises(ColdError, match="No space left"):
+            send_to_archive("zv/fs", str(cold), plan, [], compress=("gzip", 1))
+        assert list(cold.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(cold)], check=True)

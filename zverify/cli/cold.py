@@ -21,7 +21,7 @@ import typer
 from zverify import exitcodes
 from zverify.cli.epilogs import epilog
 from zverify.cold.names import shown
-from zverify.errors import ArchiveError
+from zverify.errors import ArchiveError, UsageError
 
 if TYPE_CHECKING:
     from zverify.cold.check import ArchiveReport, ProgressHook
@@ -132,6 +132,15 @@ def send(
         ),
     ] = False,
     parity: Percent = None,
+    compress: Annotated[
+        str | None,
+        typer.Option(
+            "--compress",
+            metavar="ALGO[:LEVEL]",
+            help="Compress the file: zstd, gzip or xz, with a level (zstd:19); NAME gets "
+            ".zst, .gz or .xz.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     wait: Wait = 0,
@@ -146,6 +155,7 @@ def send(
     from zverify.zfs.inventory import snapshots
 
     asked = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
+    packing = _compress_option(compress)
     with _locked(directory, wait, "write"):
         archive = _read_archive(directory, dataset)
         _warn(archive)
@@ -160,12 +170,16 @@ def send(
         for step in [p for p in (chosen.link, chosen) if p is not None]:
             flags = [FLAGS[k] for k, on in flags_for(step, asked).items() if on]
             with byte_progress(wanted(quiet or as_json), "sending", None) as hook:
-                sent = send_to_archive(dataset, directory, step, flags, hook, hold, percent)
+                sent = send_to_archive(
+                    dataset, directory, step, flags, hook, hold, percent, packing
+                )
             kept_by = "hold" if hold else "bookmark"
             done.append(
                 {"file": sent.name, "bytes": sent.bytes, "sha256": sent.sha256,
                  kept_by: sent.keeper, "parity_percent": percent}
             )  # fmt: skip
+            if sent.compression is not None:
+                done[-1] |= {"compression": sent.compression, "file_bytes": sent.file_bytes}
     doc = {"schema": SEND_SCHEMA, "sent": done[-1], "reason": chosen.reason}
     if chosen.link is not None:
         doc["linked"] = done[0]
@@ -173,6 +187,15 @@ def send(
     lines = [f"archived {shown(str(d['file']))}: {d['bytes']:,} bytes{protected}" for d in done]
     _say(as_json, doc, "\n".join(lines) + f" ({chosen.reason})")
     return 0
+
+
+def _compress_option(text: str | None) -> tuple[str, int | None] | None:
+    from zverify.sendstream.compressed import parse_compress
+
+    try:
+        return None if text is None else parse_compress(text)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _parity_level(archive: "ArchiveReport", asked: int | None) -> int:

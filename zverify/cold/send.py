@@ -35,6 +35,7 @@ from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError, ZfsError, ZverifyError
+from zverify.sendstream import compressed
 from zverify.sendstream.validate import StreamReport, verify_stream
 from zverify.zfs import inventory, ops
 
@@ -49,6 +50,8 @@ class SentFile:
     bytes: int
     sha256: str
     keeper: str  # what keeps the base of the next incremental: a bookmark or a held snapshot
+    compression: str | None = None  # --compress: bytes is then the stream's size
+    file_bytes: int | None = None  # with compression: the file's
 
 
 def send_to_archive(
@@ -59,17 +62,22 @@ def send_to_archive(
     progress: Callable[[int], None] | None = None,
     hold: bool = False,
     parity_percent: int = 0,
+    compress: tuple[str, int | None] | None = None,
 ) -> SentFile:
+    """compress: (zstd, gzip or xz, level or None): the verified bytes are compressed into
+    the file, NAME gets the compression's suffix, and the written file is proven by reading
+    it back through decompression."""
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
+    name += compressed.SUFFIXES[compress[0]] if compress else ""
     final = os.path.join(directory, name)
     _refuse_existing(final)
     args = send_args(dataset, plan, flags)
     partial = final + names.PARTIAL
     fd, mine = _create_exclusive(directory, partial)
     try:
-        report = _send_and_validate(args, fd, partial, progress)
-        _prove(report, plan, fd, partial)
+        report = _send_and_validate(args, fd, partial, progress, compress)
+        report = _prove(report, plan, fd, partial, packed=compress is not None)
         _io("fsync of", partial, os.fsync, fd)
         digest = _sha256(fd, partial)
         closing, fd = fd, -1
@@ -94,7 +102,7 @@ def send_to_archive(
         raise ColdError(f"{sent}, but {what} {dataset}@{plan.to.name} failed: {err}") from None
     if missing:
         raise ColdError(f"{sent} and kept by {keeper}, but {missing}")
-    return SentFile(name, report.size, digest, keeper)
+    return SentFile(name, report.size, digest, keeper, report.compression, report.file_bytes)
 
 
 def _refuse_existing(final: str) -> None:
@@ -154,19 +162,32 @@ def _existing_partial(directory: str, path: str) -> str:
 
 
 def _send_and_validate(
-    args: ops.SendArgs, out: int, partial: str, progress: Callable[[int], None] | None
+    args: ops.SendArgs,
+    out: int,
+    partial: str,
+    progress: Callable[[int], None] | None,
+    compress: tuple[str, int | None] | None = None,
 ) -> StreamReport:
-    """The scanner reads `zfs send` and relays what it verified into the partial file: one
-    pass, no second copy; a stream that goes bad stops being written at its bad record."""
+    """The scanner reads `zfs send` and relays what it verified into the partial file (with
+    compress, through a compressing thread): one pass, no second copy; a stream that goes
+    bad stops being written at its bad record."""
     zfs = ops.send(args)
     sent: ZfsError | None = None
+    packed: compressed.Packed | None = None
     try:
-        report = verify_stream(zfs.stdout.fileno(), progress=progress, relay_to=out)
+        with contextlib.ExitStack() as stack:
+            if compress is not None:
+                out, packed = stack.enter_context(compressed.compressing(out, *compress))
+            report = verify_stream(
+                zfs.stdout.fileno(), progress=progress, relay_to=out, decompress=False
+            )
     finally:
         try:
             zfs.finish()  # zfs gets SIGPIPE if the scan stopped early
         except ZfsError as err:
             sent = err
+    if packed is not None and packed.error is not None:
+        raise ColdError(f"writing {names.shown(partial)} failed: {packed.error}")
     written = next((p for p in report.problems if p.code == "relay"), None)
     if written is not None:
         raise ColdError(f"writing {names.shown(partial)} failed: {written.message}")
@@ -177,7 +198,11 @@ def _send_and_validate(
     return report
 
 
-def _prove(report: StreamReport, plan: SendPlan, fd: int, partial: str) -> None:
+def _prove(
+    report: StreamReport, plan: SendPlan, fd: int, partial: str, packed: bool = False
+) -> StreamReport:
+    """The stream is the one planned and the file holds it: its size, or for a compressed
+    file what reading it back through decompression finds (that report is returned)."""
     if not report.valid:
         what = report.problems[0].message if report.problems else "invalid"
         raise ColdError(f"the stream `zfs send` produced is not valid: {what}")
@@ -189,8 +214,30 @@ def _prove(report: StreamReport, plan: SendPlan, fd: int, partial: str) -> None:
             f"not {want_from} to {plan.to.guid} as planned"
         )
     on_disk = _io("stat of", partial, os.fstat, fd).st_size
+    if packed:
+        return _read_back(report, fd, partial, on_disk)
     if on_disk != report.size:
         raise ColdError(f"{names.shown(partial)} holds {on_disk} bytes, the stream {report.size}")
+    return report
+
+
+def _read_back(sent: StreamReport, fd: int, partial: str, on_disk: int) -> StreamReport:
+    """The compressed file decompressed and validated again, from the disk: the same stream
+    (size and snapshots) in a compressed layer that is intact end to end."""
+    _io("seeking in", partial, os.lseek, fd, 0, os.SEEK_SET)
+    back = verify_stream(fd)
+    if not back.valid:
+        what = back.problems[0].message if back.problems else "not valid"
+        raise ColdError(f"{names.shown(partial)} read back: {what}")
+    same = [(s.toname, s.toguid) for s in back.substreams] == [
+        (s.toname, s.toguid) for s in sent.substreams
+    ]
+    if not same or back.size != sent.size or back.file_bytes != on_disk:
+        raise ColdError(
+            f"{names.shown(partial)} read back holds {back.size} stream bytes in "
+            f"{back.file_bytes} of its {on_disk}, not the {sent.size} sent"
+        )
+    return back
 
 
 def _sha256(fd: int, partial: str) -> str:

@@ -40,12 +40,20 @@ def document(
         "kind": "full" if plan.base is None else "intermediate" if plan.intermediate else
         "incremental",
         "bytes": report.size,
+        **_packed(report),
         "sha256": digest,
         "command": ["zfs", *argv],
         "created": int(time.time()),
         "zfs_version": zfs_version,
         "zverify_version": __version__,
     }  # fmt: skip
+
+
+def _packed(report: StreamReport) -> dict[str, object]:
+    """A compressed file: its compression and its own size (bytes stays the stream's)."""
+    if report.compression is None:
+        return {}
+    return {"compression": report.compression, "file_bytes": report.file_bytes}
 
 
 def read(path: str, expect: Identity | None = None) -> object:

@@ -422,3 +422,83 @@ class _Frames:
                 self._frame_done()
         else:
             self.state, self.want = "block", 3
+
+
+# -- writing: `cold send --compress` ---------------------------------------------------------
+
+SUFFIXES = {"zstd": ".zst", "gzip": ".gz", "xz": ".xz"}
+LEVELS = {"zstd": range(1, 23), "gzip": range(1, 10), "xz": range(0, 10)}
+
+
+def parse_compress(text: str) -> tuple[str, int | None]:
+    """`zstd`, `zstd:19`, `gzip:9`, `xz:6` -> (compression, level or None for its default).
+    Raises ValueError with a line for the user."""
+    name, _, level = text.partition(":")
+    if name not in LEVELS:
+        raise ValueError(f"--compress {text!r}: one of {', '.join(LEVELS)} (optionally :LEVEL)")
+    if not level:
+        return name, None
+    allowed = LEVELS[name]
+    if not level.isdigit() or int(level) not in allowed:
+        raise ValueError(f"--compress {text!r}: {name} levels are {allowed[0]}..{allowed[-1]}")
+    return name, int(level)
+
+
+@dataclass
+class Packed:
+    """What the compressing thread wrote, and the error that stopped it, if any."""
+
+    compression: str
+    file_bytes: int = 0
+    error: str | None = None
+
+
+@contextlib.contextmanager
+def compressing(out: int, compression: str, level: int | None) -> Iterator[tuple[int, Packed]]:
+    """(the write end of a pipe, Packed): what is written into the pipe is compressed into
+    the fd out by a thread.  Leaving closes the pipe and waits until the compressed file is
+    complete (its last frame ended).  A write error stops the thread, which closes the pipe's
+    read end: whoever writes into it gets EPIPE and stops too (never blocks)."""
+    packed = Packed(compression)
+    r, w = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)
+    thread = threading.Thread(target=_pack, args=(r, out, packed, level), daemon=True)
+    thread.start()
+    try:
+        yield w, packed
+    finally:
+        os.close(w)
+        thread.join()
+
+
+def _pack(r: int, out: int, packed: Packed, level: int | None) -> None:
+    try:
+        obj = _compressor(packed.compression, level)
+        while data := os.read(r, CHUNK):
+            packed.file_bytes += _write_count(out, obj.compress(data))
+        packed.file_bytes += _write_count(out, obj.flush())
+    except OSError as err:
+        packed.error = err.strerror or str(err)
+    finally:
+        os.close(r)
+
+
+def _write_count(out: int, data: bytes) -> int:
+    _write_all(out, data)
+    return len(data)
+
+
+def _compressor(compression: str, level: int | None) -> Any:
+    """An object with compress(data) and flush() (which ends the file)."""
+    if compression == "zstd":
+        import zstandard
+
+        # the content checksum is what lets a reader prove every frame
+        options = zstandard.ZstdCompressor(level=level or 3, write_checksum=True)
+        return options.compressobj()
+    if compression == "gzip":
+        return zlib.compressobj(6 if level is None else level, zlib.DEFLATED, 31)
+    import lzma
+
+    return lzma.LZMACompressor(lzma.FORMAT_XZ, lzma.CHECK_CRC64, 6 if level is None else level)
