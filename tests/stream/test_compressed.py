@@ -22,9 +22,8 @@ from zverify.sendstream.validate import verify_stream
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 FULL = STREAMS / "full_fs_s1.zstream"
-SCHEMA = json.loads(
-    (Path(__file__).parents[2] / "docs" / "schema" / "stream-verify.schema.json").read_text()
-)
+SCHEMA_DIR = Path(__file__).parents[2] / "docs" / "schema"
+SCHEMA = json.loads((SCHEMA_DIR / "stream-verify.schema.json").read_text())
 TOOLS = {"zstd": ["zstd", "-q", "-c"], "gzip": ["gzip", "-c"], "xz": ["xz", "-c"]}
 TOOLS["lz4"] = ["lz4", "-q", "-c"]
 SUFFIX = {"zstd": ".zst", "gzip": ".gz", "xz": ".xz", "lz4": ".lz4"}
@@ -213,3 +212,32 @@ def _relay(path: Path) -> tuple[bytes, Any]:
             t.join()
             os.close(r)
     return out.read_bytes(), report
+
+
+def test_stream_info_names_the_compression(tmp_path: Path) -> None:
+    path = write(tmp_path, "s.xz", compress(FULL.read_bytes(), "xz"))
+    done = zverify("stream", "info", "--json", str(path))
+    assert done.returncode == 0, done.stdout
+    doc = json.loads(done.stdout)
+    info = json.loads((SCHEMA_DIR / "stream-info.schema.json").read_text())
+    jsonschema.validate(doc, info)
+    assert (doc["compression"], doc["file_bytes"]) == ("xz", path.stat().st_size)
+    assert doc["bytes"] == FULL.stat().st_size
+
+
+def test_xz_stream_padding_is_allowed_only_in_fours(tmp_path: Path) -> None:
+    """xz lets zero bytes, a multiple of 4, follow a stream (`xz -t` accepts them)."""
+    packed = compress(FULL.read_bytes(), "xz")
+    assert verify(write(tmp_path, "pad4.xz", packed + bytes(8)))[0] == 0
+    code, doc = verify(write(tmp_path, "pad3.xz", packed + bytes(3)))
+    assert code == 1 and "padding" in doc["problems"][0]["message"]
+
+
+def test_zstd_skippable_frames_are_passed_over(tmp_path: Path) -> None:
+    """Skippable frames (metadata some tools add, e.g. seekable-zstd's index) carry no stream
+    bytes; the zstd program skips them too."""
+    skippable = b"\x5e\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"index"
+    packed = skippable + compress(FULL.read_bytes(), "zstd") + skippable
+    code, doc = verify(write(tmp_path, "s.zst", packed))
+    assert code == 0, doc
+    assert doc["bytes"] == FULL.stat().st_size
