@@ -349,6 +349,10 @@ def _judge_layer(report: StreamReport, layer: compressed.Layer) -> None:
     scanner found from the first byte not proven on is not listed: it is what the compressed
     layer lost or withheld (the held-back end: see compressed), not more damage."""
     report.compression, report.file_bytes = layer.compression, layer.file_bytes
+    if layer.problem is None and not layer.finished and report.valid:
+        # cannot happen (the scanner sees the end only once the file was read and proven);
+        # if it did, a stream whose compressed layer was not judged gets no verdict
+        layer.problem = ("io", "the compressed file was not read to its end")
     if layer.problem is None:
         return
     kind, message = layer.problem
