@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.cli.console import zverify
-from tests.cold.standin import valid
+from tests.cold.standin import GUIDS, ZfsStandIn, plain_env, run, valid
 from zverify.cold import lock
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
@@ -192,3 +192,151 @@ def test_every_place_is_locked(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"archive {two} is busy" in done.stderr
     assert not (one / lock.READERS).exists()  # the first place's lock was let go
+
+
+# -- restore, prune, clean, parity and repair over several places ---------------------------
+
+OLD_FULL, OLD_INC = FULL, INC  # the old chain of zv/fs: full @s1, then @s2
+NEW_FULL = "replicated-s2.zstream"  # a -R package of @s2: the newer chain (restores s1, s2)
+FIXTURE[NEW_FULL] = "replicate_R_fs_s2.zstream"
+
+
+def entries_of(place: Path) -> list[str]:
+    """What is in a place, below it too (zverify's lock files are not)."""
+    return sorted(
+        str(p.relative_to(place))
+        for p in place.rglob("*")
+        if p.is_file() and p.name not in lock.FILES
+    )
+
+
+def test_restore_reads_a_chain_spread_over_two_places(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    two = put(tmp_path / "disk2", INC)
+    zfs = ZfsStandIn(tmp_path / "standin")
+    zfs.source("zv/fs", {"s1": FIXTURE[FULL]})
+    done = run("cold", "restore", "-q", str(one), str(two), "tank/r", env=zfs.env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "restored tank/r@s2" in done.stdout
+    assert f"  {one / FULL}\n  {two / INC}\n" in done.stdout  # the plan, pasteable paths
+    received = (zfs.state / "received").read_text().splitlines()
+    assert [r.split("\t")[:2] for r in received] == [
+        ["tank/r@s1", str(GUIDS["zv/fs@s1"])],
+        ["tank/r@s2", str(GUIDS["zv/fs@s2"])],
+    ]
+
+
+def test_restore_of_a_copy_on_two_disks_uses_one_of_them(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL, INC)
+    two = put(tmp_path / "disk2", FULL)
+    script = tmp_path / "receive.sh"
+    done = zverify("cold", "restore", "--script", str(script), str(one), str(two), "tank/r")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a copy in another place" in done.stderr  # the duplicate is said, not fatal
+    lines = [line for line in script.read_text().splitlines() if line.startswith("zfs receive")]
+    assert len(lines) == 2 and lines[1].endswith(f"< {one / INC}")
+    assert lines[0].endswith((f"< {one / FULL}", f"< {two / FULL}"))
+
+
+def test_prune_over_two_places_deletes_the_old_chain_only_inside_them(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", OLD_FULL, OLD_INC)
+    two = put(tmp_path / "disk2", NEW_FULL, INC2)
+    (one / f"{OLD_FULL}.json").write_text("{}\n")  # a sidecar goes with its stream
+    outside = put(tmp_path / "not-given", OLD_FULL, OLD_INC)  # a copy nobody named
+    done = zverify("cold", "prune", "--json", "--yes", str(one), str(two))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (ds,) = [d for d in json.loads(done.stdout)["datasets"] if d["dataset"] == "zv/fs"]
+    assert ds["deleted"] == [str(one / OLD_INC), str(one / OLD_FULL)]
+    assert entries_of(one) == []
+    assert entries_of(two) == sorted([NEW_FULL, INC2])
+    assert entries_of(outside) == sorted([OLD_FULL, OLD_INC])
+    # the proof ran over both: what is left restores @s1, @s2 and @s3
+    code, doc, _ = check(str(one), str(two))
+    assert code == 0 and newest(doc, "zv/fs") == "s3"
+
+
+def test_prune_of_the_old_disk_alone_deletes_nothing(tmp_path: Path) -> None:
+    """The newer chain is on a disk not given: this prune sees one chain and keeps it."""
+    one = put(tmp_path / "disk1", OLD_FULL, OLD_INC)
+    put(tmp_path / "disk2", NEW_FULL, INC2)
+    done = zverify("cold", "prune", "--yes", str(one))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert entries_of(one) == sorted([OLD_FULL, OLD_INC])
+
+
+def test_prune_recursive_deletes_in_subdirectories(tmp_path: Path) -> None:
+    root = tmp_path / "cold"
+    put(root / "old", OLD_FULL, OLD_INC)
+    put(root / "new", NEW_FULL, INC2)
+    done = zverify("cold", "prune", "--yes", "--recursive", str(root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert entries_of(root) == sorted([f"new/{NEW_FULL}", f"new/{INC2}"])
+
+
+def test_clean_over_two_places_removes_leftovers_in_both(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    two = put(tmp_path / "disk2", INC)
+    (one / f"{INC2}.partial").write_bytes(b"half a send")
+    (two / "sub").mkdir()
+    (two / "sub" / f"{INC2}.partial").write_bytes(b"another half")
+    dry = zverify("cold", "clean", str(one), str(two))
+    assert dry.returncode == 0 and str(one / f"{INC2}.partial") in dry.stdout, dry.stdout
+    assert "sub" not in dry.stdout  # not below the places without --recursive
+    done = zverify("cold", "clean", "--yes", "--recursive", str(one), str(two))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert entries_of(one) == [FULL] and entries_of(two) == [INC]
+    assert check("--recursive", str(one), str(two))[0] == 0
+
+
+def test_a_missing_place_is_exit_2_for_every_command(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    missing = str(tmp_path / "gone")
+    for args in (
+        ["prune", one.as_posix(), missing],
+        ["clean", one.as_posix(), missing],
+        ["parity", one.as_posix(), missing],
+        ["repair", one.as_posix(), missing],
+        ["restore", "--dry-run", one.as_posix(), missing, "tank/r"],
+    ):
+        done = zverify("cold", *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert missing in done.stderr and "Traceback" not in done.stderr, args
+    assert entries_of(one) == [FULL]  # nothing was made in the place that exists
+
+
+def test_parity_and_repair_work_in_each_streams_own_directory(tmp_path: Path) -> None:
+    root = tmp_path / "cold"
+    put(root / "fs", FULL, INC)
+    put(root / "enc", ENC_FULL)
+    done = run("cold", "parity", "-q", "--parity", "30", "--recursive", str(root), env=plain_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"fs/{FULL}.par2" in entries_of(root) and f"enc/{ENC_FULL}.par2" in entries_of(root)
+    stream = root / "fs" / FULL
+    data = bytearray(stream.read_bytes())
+    data[100_000] ^= 0x10
+    stream.write_bytes(bytes(data))
+    code, doc, _ = check("--recursive", str(root))
+    assert code == 1
+    (damaged,) = [f for f in doc["files"] if f["file"] == f"fs/{FULL}"]
+    assert damaged["parity"]["repair"]["status"] == "repairable"
+    done = run("cold", "repair", "-q", "--recursive", str(root), env=plain_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert stream.read_bytes() == (STREAMS / FIXTURE[FULL]).read_bytes()
+    assert (root / "fs" / f"{FULL}.damaged").exists()
+    code, doc, _ = check("--recursive", str(root))
+    assert code == 0, kinds(doc)
+    assert doc["kept"] == [f"fs/{FULL}.damaged"]
+
+
+def test_repair_names_a_stream_by_its_path_among_several_places(tmp_path: Path) -> None:
+    one = put(tmp_path / "disk1", FULL)
+    two = put(tmp_path / "disk2", INC)
+    assert run("cold", "parity", "-q", str(one), str(two), env=plain_env()).returncode == 0
+    stream = two / INC
+    data = bytearray(stream.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    stream.write_bytes(bytes(data))
+    done = run("cold", "repair", "-q", str(one), str(two), str(stream), env=plain_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"repaired  {stream}" in done.stdout
+    assert stream.read_bytes() == (STREAMS / FIXTURE[INC]).read_bytes()

@@ -41,13 +41,14 @@ def test_default_is_the_newest_and_a_guid_selects_too(cold: Path) -> None:
 
 
 def test_a_file_damaged_after_planning_is_refused_before_any_receive(cold: Path) -> None:
-    plan = plan_restore(check_archive(str(cold)), "tank/r", None)
+    report = check_archive(str(cold))
+    plan = plan_restore(report, "tank/r", None)
     last = cold / "zv%2Ffs@s1-@s2.zfsinc"
     data = bytearray(last.read_bytes())
     data[len(data) // 2] ^= 1
     last.write_bytes(bytes(data))
     with pytest.raises(UnrestorableError, match="is damaged at byte"):
-        verify_files(str(cold), plan)
+        verify_files(plan, report)
 
 
 def test_several_datasets_need_dataset(cold: Path) -> None:

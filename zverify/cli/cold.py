@@ -227,6 +227,19 @@ def _store(directories: list[str], recursive: bool) -> "LocalStore":
     return LocalStore(directories, recursive)
 
 
+def _places(store: "LocalStore") -> str:
+    """The places as they would be typed again (with --recursive when it was given)."""
+    places = " ".join(shlex.quote(p) for p in store.places)
+    return f"--recursive {places}" if store.recursive else places
+
+
+def _split_places(arguments: list[str]) -> tuple[list[str], list[str]]:
+    """`repair DIR... [STREAM]...`: the leading arguments that are directories are the
+    places, the rest the streams (a stream is a file, never a directory)."""
+    at = next((i for i, a in enumerate(arguments) if not os.path.isdir(a)), len(arguments))
+    return arguments[: max(at, 1)], arguments[max(at, 1) :]
+
+
 def _warn(report: "ArchiveReport") -> None:
     """Send and restore go on beside what `cold check` would report: one line each."""
     for p in report.all_problems:
@@ -252,7 +265,7 @@ def _say(as_json: bool, doc: Mapping[str, object], text: str) -> None:
 
 @app.command("restore", epilog=epilog("cold restore"))
 def restore(
-    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    directories: Places,
     target: Annotated[str, typer.Argument(help="The dataset to create (must not exist).")],
     snapshot: Annotated[
         str | None, typer.Option(help="Snapshot name or GUID (default: the newest restorable).")
@@ -269,32 +282,34 @@ def restore(
         str | None, typer.Option("--script", help="Write the receives as an sh script.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    recursive: Recursive = False,
     wait: Wait = 0,
 ) -> int:
-    """Restore a snapshot: exit 0 restored and proven by GUID, 1 the archive cannot (why),
-    2 error."""
+    """Restore a snapshot from the archive in DIR... (a chain may be spread over them): exit
+    0 restored and proven by GUID, 1 the archive cannot (why), 2 error."""
     from zverify.cold import restore as cold_restore
     from zverify.progress import byte_progress, wanted
 
+    store = _store(directories, recursive)
     # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
-    with _locked(directory, wait, "delete" if repair_first else "read"):
-        report = _read_archive(directory, dataset)
-        if repair_first and _repair_all(directory, report, to=sys.stderr):
-            report = _read_archive(directory, dataset)
+    with store.lock("delete" if repair_first else "read", max(0.0, wait)):
+        report = _read_archive(store, dataset)
+        if repair_first and _repair_all(store, report, to=sys.stderr):
+            report = _read_archive(store, dataset)
         _warn(report)
-        with _hint_repair(directory, report):
+        with _hint_repair(store, report):
             plan = cold_restore.plan_restore(report, target, snapshot)
         sys.stdout.write(_plan_text(plan))
         if script_file is not None:
             with open(script_file, "w", errors="surrogateescape") as f:
-                f.write(cold_restore.script(directory, plan, report))
+                f.write(cold_restore.script(plan, report))
         if dry_run or script_file is not None:
             return 0
         cold_restore.check_target(target)
-        with _hint_repair(directory, report):
-            cold_restore.verify_files(directory, plan, report)
+        with _hint_repair(store, report):
+            cold_restore.verify_files(plan, report)
         with byte_progress(wanted(quiet), "receiving", plan.snapshot.bytes) as hook:
-            cold_restore.receive_all(directory, plan, report, hook)
+            cold_restore.receive_all(plan, report, hook)
     at = cold_restore.restored_at(plan, report)
     sys.stdout.write(f"restored {at}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})\n")
     return 0
@@ -310,7 +325,7 @@ def _plan_text(plan: "RestorePlan") -> str:
 
 @app.command("prune", epilog=epilog("cold prune"))
 def prune(
-    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    directories: Places,
     dataset: Annotated[
         str | None, typer.Option("--dataset", help="Only this dataset (pool/set).")
     ] = None,
@@ -328,26 +343,28 @@ def prune(
     yes: Annotated[bool, typer.Option("--yes", help="Delete (default: only say what).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    recursive: Recursive = False,
     wait: Wait = 0,
 ) -> int:
     """Remove old chains, each only when the newer chain was read completely just now (and,
-    with --trial-receive, received): exit 0 pruned or nothing to prune or dry run, 1 refused
-    (why), 2 error."""
+    with --trial-receive, received), deleting only inside DIR...: exit 0 pruned or nothing
+    to prune or dry run, 1 refused (why), 2 error."""
     from zverify.cold import prune as cold_prune
     from zverify.progress import byte_progress, wanted
     from zverify.report import cold as cold_report
 
+    store = _store(directories, recursive)
     # with --yes, the archive to itself from the proof to the last deletion
-    with _locked(directory, wait, "delete" if yes else "read"):
+    with store.lock("delete" if yes else "read", max(0.0, wait)):
         with byte_progress(wanted(quiet or as_json), "verifying", None) as hook:
-            report = _read_archive(directory, dataset, lambda _name, n: hook(n))
+            report = _read_archive(store, dataset, lambda _name, n: hook(n))
         decisions = cold_prune.plan_prune(report, keep_chains)
         why_not = cold_prune.blocked(report)
         acting = [d for d in decisions if d.files and d.refused is None]
         actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
         if yes:
             for d in acting:
-                actions[d.dataset] = _prune_one(directory, report, d, trial_receive)
+                actions[d.dataset] = _prune_one(store, report, d, trial_receive)
     render = cold_report.prune_json if as_json else cold_report.prune_text
     sys.stdout.write(render(decisions, actions, yes, why_not, report.all_problems))
     refused = 1 if why_not or any(d.refused for d in decisions) else 0
@@ -355,21 +372,22 @@ def prune(
 
 
 def _prune_one(
-    directory: str, report: "ArchiveReport", d: "DatasetPrune", scratch: str | None
+    store: "LocalStore", report: "ArchiveReport", d: "DatasetPrune", scratch: str | None
 ) -> dict[str, object]:
     from zverify.cold import prune as cold_prune
 
     if scratch is not None:
-        cold_prune.trial_receive(directory, report, d, scratch)
-    deleted = cold_prune.delete_files(directory, d, report)
+        cold_prune.trial_receive(report, d, scratch)
+    deleted = cold_prune.delete_files(store, d, report)
     released, note = cold_prune.release_keepers(d)
     return {"deleted": deleted, "released": released, "note": note}
 
 
 @app.command("clean", epilog=epilog("cold clean"))
 def clean(
-    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    directories: Places,
     yes: Annotated[bool, typer.Option("--yes", help="Remove (default: only say what).")] = False,
+    recursive: Recursive = False,
     wait: Wait = 0,
 ) -> int:
     """Remove the NAME.partial files that interrupted sends left, only when no send is
@@ -378,17 +396,15 @@ def clean(
     from zverify.cold.clean import clean as clean_archive
     from zverify.report import cold as cold_report
 
-    with _locked(directory, wait, "delete" if yes else "read"):
-        try:
-            found: list[Leftover] = clean_archive(directory, yes)
-        except OSError as err:
-            raise ArchiveError(f"cannot read archive {directory!r}: {err.strerror}") from None
-    sys.stdout.write(cold_report.clean_text(directory, found, yes))
+    store = _store(directories, recursive)
+    with store.lock("delete" if yes else "read", max(0.0, wait)):
+        found: list[Leftover] = clean_archive(store, yes)
+    sys.stdout.write(cold_report.clean_text(store.shown, found, yes))
     return 1 if any(f.left for f in found) else 0
 
 
 @contextlib.contextmanager
-def _hint_repair(directory: str, report: "ArchiveReport") -> Iterator[None]:
+def _hint_repair(store: "LocalStore", report: "ArchiveReport") -> Iterator[None]:
     """A refused restore says so when the archive's parity can repair what is in the way."""
     from zverify.errors import UnrestorableError
 
@@ -405,15 +421,16 @@ def _hint_repair(directory: str, report: "ArchiveReport") -> Iterator[None]:
         listed = ", ".join(map(shown, fixable))
         raise UnrestorableError(
             f"{err}; repairable from their parity: {listed} (`zverify cold repair "
-            f"{shlex.quote(directory)}`, or restore --repair)"
+            f"{_places(store)}`, or restore --repair)"
         ) from None
 
 
 @app.command("parity", epilog=epilog("cold parity"))
 def parity(
-    directory: Annotated[str, typer.Argument(help="The archive directory.")],
+    directories: Places,
     percent: Percent = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    recursive: Recursive = False,
     wait: Wait = 0,
 ) -> int:
     """Give every intact stream PAR2 parity: added where there is none, made again where it
@@ -422,11 +439,12 @@ def parity(
     from zverify.cold import protect
     from zverify.progress import byte_progress, wanted
 
-    with _locked(directory, wait, "delete"):
+    store = _store(directories, recursive)
+    with store.lock("delete", max(0.0, wait)):
         with byte_progress(wanted(quiet), "checking", None) as hook:
-            report = _read_archive(directory, None, lambda _name, n: hook(n))
+            report = _read_archive(store, None, lambda _name, n: hook(n))
         level = _parity_level(report, percent) or protect.DEFAULT_PERCENT
-        done = protect.protect(directory, report, level)
+        done = protect.protect(report, level)
     for name, status, message in done:
         sys.stdout.write(f"{status:<9} {shown(name)}: {message}\n")
     left = sum(status == "left" for _, status, _ in done)
@@ -437,16 +455,20 @@ def parity(
 
 @app.command("repair", epilog=epilog("cold repair"))
 def repair(
-    directory: Annotated[str, typer.Argument(help="The archive directory.")],
-    files: Annotated[
-        list[str] | None,
-        typer.Argument(help="The streams to repair (default: every damaged one with parity)."),
-    ] = None,
+    arguments: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="DIR... [STREAM]...",
+            help="The archive's directories, then the streams to repair (default: every "
+            "damaged one with parity).",
+        ),
+    ],
     yes: Annotated[
         bool, typer.Option("--yes", help="Remove the damaged originals (NAME.damaged).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    recursive: Recursive = False,
     wait: Wait = 0,
 ) -> int:
     """Repair damaged streams from their parity into new files, prove each completely (stream
@@ -457,24 +479,26 @@ def repair(
     from zverify.progress import byte_progress, wanted
     from zverify.report import cold as cold_report
 
-    with _locked(directory, wait, "delete"):
+    directories, files = _split_places(arguments)
+    store = _store(directories, recursive)
+    with store.lock("delete", max(0.0, wait)):
         with byte_progress(wanted(quiet or as_json), "checking", None) as hook:
-            report = _read_archive(directory, None, lambda _name, n: hook(n))
-        outcomes = _repair_all(directory, report, files or [], None if as_json else sys.stdout)
+            report = _read_archive(store, None, lambda _name, n: hook(n))
+        outcomes = _repair_all(store, report, files, None if as_json else sys.stdout)
         removed: list[str] = []
         if yes:
-            removed = cold_repair.drop_damaged(directory, report, outcomes)
+            removed = cold_repair.drop_damaged(store, report, outcomes)
     worst = {"failed": 2, "unrepairable": 1, "no-parity": 1}
     code = exitcodes.worst([worst.get(o.status, 0) for o in outcomes] or [0])
     if as_json:
-        sys.stdout.write(cold_report.repair_json(directory, outcomes, removed, code))
+        sys.stdout.write(cold_report.repair_json(store.shown, outcomes, removed, code))
     else:
         sys.stdout.write(cold_report.repair_text(outcomes, removed))
     return code
 
 
 def _repair_all(
-    directory: str,
+    store: "LocalStore",
     report: "ArchiveReport",
     asked: list[str] | None = None,
     to: TextIO | None = sys.stdout,
@@ -487,7 +511,8 @@ def _repair_all(
 
     outcomes = []
     for f in cold_repair.wanted(report, asked or []):
-        outcome = cold_repair.repair(directory, f, sidecar.read_object(directory, f.name))
+        here, name = store.directory_of(f.name), os.path.basename(f.name)
+        outcome = cold_repair.repair(store, f, sidecar.read_object(here, name))
         if to is not None:
             to.write(repair_line(outcome))
             to.flush()

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from zverify.cold import entries, lock, names, workdir
 from zverify.cold.entries import Identity
 from zverify.cold.names import WORK_DIRS
+from zverify.cold.store import LocalStore
 from zverify.cold.workdir import fsync_dir
-from zverify.errors import ColdError
+from zverify.errors import ArchiveError, ColdError
 
 
 @dataclass
@@ -43,18 +44,21 @@ class Leftover:
     in_progress: str | None = None  # dry run only: a running send holds it (who): no leftover
 
 
-def clean(directory: str, remove: bool) -> list[Leftover]:
-    """Every *.partial of the directory, in name order; with remove, the leftovers removed.
-    Raises OSError when the directory cannot be listed, ColdError when a removal fails."""
-    with os.scandir(directory) as it:
-        listed = sorted(e.name for e in it if e.name.endswith(names.PARTIAL))
-    owner = os.stat(directory).st_uid
+def clean(store: LocalStore, remove: bool) -> list[Leftover]:
+    """Every *.partial of the store's places, in name order; with remove, the leftovers
+    removed.  Raises ArchiveError when a place cannot be listed, ColdError when a removal
+    fails."""
     found = []
-    for name in listed:
-        item = _one(directory, name, owner, remove)
-        if item is not None:
-            found.append(item)
-    if any(f.removed for f in found):
+    for entry in store.entries():
+        if entry.error is not None and entry.st is not None:
+            # a subdirectory that --recursive cannot list may hold leftovers: not "clean"
+            raise ArchiveError(f"cannot list {names.shown(entry.key)}: {entry.error.strerror}")
+        if entry.name.endswith(names.PARTIAL):
+            item = _one(store.local_path(entry.key), entry.key, entry.owner, remove)
+            if item is not None:
+                found.append(item)
+    touched = {store.directory_of(f.name) for f in found if f.removed}
+    for directory in sorted(touched):
         try:
             fsync_dir(directory)
         except OSError as err:
@@ -62,8 +66,7 @@ def clean(directory: str, remove: bool) -> list[Leftover]:
     return found
 
 
-def _one(directory: str, name: str, owner: int, remove: bool) -> Leftover | None:
-    path = os.path.join(directory, name)
+def _one(path: str, name: str, owner: int, remove: bool) -> Leftover | None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -71,7 +74,7 @@ def _one(directory: str, name: str, owner: int, remove: bool) -> Leftover | None
     except OSError as err:
         return Leftover(name, left=f"cannot stat: {err.strerror}")
     if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
-        return _work_dir(directory, name, st, owner, remove)
+        return _work_dir(path, name, st, owner, remove)
     if not stat.S_ISREG(st.st_mode):
         return Leftover(name, left=f"{entries.what(path, st)}, not a send's file")
     item = Leftover(name, st.st_size)
@@ -90,14 +93,13 @@ def _unlink_same(path: str, st: os.stat_result, _fd: int) -> str | None:
 
 
 def _work_dir(
-    directory: str, name: str, st: os.stat_result, owner: int, remove: bool
+    path: str, name: str, st: os.stat_result, owner: int, remove: bool
 ) -> Leftover | None:
     item = Leftover(name)
     doubts = [d for d in entries.doubts(st, owner) if d[0] != "hard-link"]  # a directory's links
     if doubts:
         item.left = f"{doubts[0][1]}: not this archive's own directory"
         return item
-    path = os.path.join(directory, name)
     return _remove_if_left(item, path, st, remove, "parity or repair run", _empty_work_dir)
 
 

@@ -89,15 +89,18 @@ def _place(directory: str, work: str, made: list[str]) -> None:
         raise ColdError(f"the fsync of {directory} failed: {err.strerror}") from None
 
 
-def protect(directory: str, report: ArchiveReport, percent: int) -> list[tuple[str, str, str]]:
+def protect(report: ArchiveReport, percent: int) -> list[tuple[str, str, str]]:
     """Parity for every stream of the report: (name, status, message), status one of kept
     (intact parity, of any level), added, remade (damaged or foreign parity replaced) or left
     (the stream is not intact: parity is made from proven streams only).  The caller holds
     the archive exclusively.  Raises ColdError when parity cannot be made or removed."""
     done = []
     for f in report.files:
-        if f.kind == "partial" or (f.archived is None and names.parse(f.name) is None):
+        named = names.parse(os.path.basename(f.name)) is not None
+        if f.kind == "partial" or (f.archived is None and not named):
             continue
+        # made in the stream's own directory (par2 names files relative to it)
+        directory = os.path.dirname(report.path(f.name)) or "."
         done.append((f.name, *_protect_one(directory, f, percent)))
     return done
 
@@ -109,8 +112,8 @@ def _protect_one(directory: str, f: FileReport, percent: int) -> tuple[str, str]
         return "kept", f"{f.parity.percent or 0:.0f}% parity, intact"
     status = "added" if f.parity is None else "remade"
     if f.parity is not None:
-        _remove(directory, f.parity.files)
-    add(directory, f.name, f.identity, percent)
+        _remove(directory, [os.path.basename(n) for n in f.parity.files])
+    add(directory, os.path.basename(f.name), f.identity, percent)
     return status, f"{percent}% parity"
 
 

@@ -34,7 +34,7 @@ from zverify.cold import restore
 from zverify.cold.check import ArchiveReport, Problem
 from zverify.cold.names import SIDECAR, shown
 from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
-from zverify.cold.workdir import fsync_dir
+from zverify.cold.store import Store, Unsynced
 from zverify.errors import ColdError, ZfsError
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Restorable, plan
 from zverify.zfs import inventory, ops
@@ -194,9 +194,7 @@ def _deletion_order(dataset: str, chain: Chain, by_name: dict[str, ArchivedFile]
 # -- acting on a decision (--yes) ---------------------------------------------------------
 
 
-def trial_receive(
-    directory: str, report: ArchiveReport, decision: DatasetPrune, scratch: str
-) -> None:
+def trial_receive(report: ArchiveReport, decision: DatasetPrune, scratch: str) -> None:
     """Receive what the kept chains restore, newest, into scratch (which must not exist) and
     prove it by GUID; scratch is destroyed afterwards, whatever happened."""
     newest = decision.newest_kept
@@ -204,48 +202,47 @@ def trial_receive(
     restore.check_target(scratch)
     trial = restore.RestorePlan(decision.dataset, scratch, newest, newest.files)
     try:
-        restore.receive_all(directory, trial, report)
+        restore.receive_all(trial, report)
     finally:
         if ops.exists(scratch):
             ops.destroy_tree(scratch)
 
 
-def delete_files(directory: str, decision: DatasetPrune, report: ArchiveReport) -> list[str]:
+def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) -> list[str]:
     """Delete the decided files in order, each after its sidecar and parity (a stream without
-    them is complete; they without their stream are reported), syncing the directory
-    after each, so that an interruption leaves a prefix of the chain.  Returns what went.
-    Raises ColdError (naming what went before) when a file is no longer the one that was read
-    or cannot be deleted: nothing after it is deleted."""
+    them is complete; they without their stream are reported), syncing its directory
+    after each (Store.delete), so that an interruption leaves a prefix of the chain.  Returns
+    what went.  Raises ColdError (naming what went before) when a file is no longer the one
+    that was read or cannot be deleted: nothing after it is deleted."""
     read = {f.name: f.identity for f in report.files}
     parity = {f.name: f.parity.files for f in report.files if f.parity is not None}
     deleted: list[str] = []
     for name in decision.files:
-        path = os.path.join(directory, name)
+        path = store.local_path(name)
         try:
             st = os.lstat(path)
             expected = read.get(name)
             if expected is None or not stat.S_ISREG(st.st_mode) or not expected.unchanged(st):
                 raise ColdError(
                     f"{shown(name)} is not the file that was verified any more (replaced or "
-                    f"changed since): not deleted, nor anything after it{_so_far(deleted)}"
+                    "changed since): not deleted"
                 )
             _delete_sidecar(path + SIDECAR)
             for name_of_parity in parity.get(name, []):
-                _delete_sidecar(os.path.join(directory, name_of_parity))
-            os.unlink(path)
+                _delete_sidecar(store.local_path(name_of_parity))
+            store.delete(name, expected)  # still the very file: checked again as it goes
+        except Unsynced as err:
+            deleted.append(name)
+            raise ColdError(f"{err}; nothing more was deleted{_so_far(deleted)}") from None
+        except ColdError as err:
+            raise ColdError(f"{err}, nor anything after it{_so_far(deleted)}") from None
         except OSError as err:
+            what = name if err.filename in (None, path) else os.path.basename(err.filename)
             raise ColdError(
-                f"deleting {shown(os.path.basename(err.filename or path))} failed: "
-                f"{err.strerror}; nothing after it was deleted{_so_far(deleted)}"
-            ) from None
-        deleted.append(name)
-        try:
-            fsync_dir(directory)
-        except OSError as err:
-            raise ColdError(
-                f"the fsync of {directory} failed: {err.strerror}; nothing more was deleted"
+                f"deleting {shown(what)} failed: {err.strerror}; nothing after it was deleted"
                 f"{_so_far(deleted)}"
             ) from None
+        deleted.append(name)
     return deleted
 
 

@@ -29,6 +29,7 @@ from zverify.cold import entries, names, workdir
 from zverify.cold.check import ArchiveReport, FileReport
 from zverify.cold.entries import Identity
 from zverify.cold.names import DAMAGED, REPAIR_WORK
+from zverify.cold.store import Store
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError
 from zverify.par2 import tool
@@ -54,14 +55,30 @@ def wanted(report: ArchiveReport, asked: list[str]) -> list[FileReport]:
     parity.  Raises ColdError for a name that is not a stream of the archive."""
     streams = {f.name: f for f in report.files if f.kind != "partial"}
     if asked:
-        unknown = [a for a in asked if os.path.basename(a) not in streams]
+        found = {a: _stream_named(report, streams, a) for a in asked}
+        unknown = [a for a, f in found.items() if f is None]
         if unknown:
             raise ColdError(f"not a stream of the archive: {', '.join(map(names.shown, unknown))}")
-        return [streams[os.path.basename(a)] for a in asked]
+        return [f for f in found.values() if f is not None]
     return [f for f in streams.values() if f.archived is None and f.parity is not None]
 
 
-def repair(directory: str, f: FileReport, sidecar: dict[str, object] | None) -> Outcome:
+def _stream_named(
+    report: ArchiveReport, streams: dict[str, FileReport], asked: str
+) -> FileReport | None:
+    """The stream a name on the command line means: its key (a path with several places),
+    a path to it, or (as before there were places) its file name when only one has it."""
+    if asked in streams:
+        return streams[asked]
+    real = os.path.realpath(asked)
+    by_path = [f for n, f in streams.items() if os.path.realpath(report.path(n)) == real]
+    if by_path:
+        return by_path[0]
+    by_name = [f for n, f in streams.items() if os.path.basename(n) == os.path.basename(asked)]
+    return by_name[0] if len(by_name) == 1 else None
+
+
+def repair(store: Store, f: FileReport, sidecar: dict[str, object] | None) -> Outcome:
     """Repair one stream; the outcome says what happened, trouble included ("failed")."""
     if f.archived is not None:
         return Outcome(f.name, "intact", "intact: nothing to repair")
@@ -73,13 +90,13 @@ def repair(directory: str, f: FileReport, sidecar: dict[str, object] | None) -> 
         return Outcome(
             f.name, "unrepairable", f"unrepairable: {describe(verdict)}; nothing replaced"
         )
-    work = os.path.join(directory, f.name + REPAIR_WORK)
+    work = store.local_path(f.name) + REPAIR_WORK  # beside the stream: renamed over it
     try:
         fd = workdir.make(work)
     except ColdError as err:
         return Outcome(f.name, "failed", str(err))
     try:
-        outcome = _repair_in(directory, work, f, sidecar)
+        outcome = _repair_in(store, work, f, sidecar)
     except (ColdError, OSError) as err:
         why = f"{err.strerror}: {err.filename}" if isinstance(err, OSError) else str(err)
         outcome = Outcome(f.name, "failed", why)
@@ -90,15 +107,15 @@ def repair(directory: str, f: FileReport, sidecar: dict[str, object] | None) -> 
 
 
 def _repair_in(
-    directory: str, work: str, f: FileReport, sidecar: dict[str, object] | None
+    store: Store, work: str, f: FileReport, sidecar: dict[str, object] | None
 ) -> Outcome:
-    rebuilt = _rebuild(directory, work, f)
+    rebuilt = _rebuild(store, work, f)
     if isinstance(rebuilt, Outcome):
         return rebuilt
     path, note = rebuilt
-    first = _first_record(os.path.join(directory, f.name)) if _first_intact(f) else None
+    first = _first_record(store.local_path(f.name)) if _first_intact(f) else None
     _prove(path, f, sidecar, first, os.path.join(work, DAMAGED_COPY))
-    kept = _replace(directory, f, path)
+    kept = _replace(store, f, path)
     return Outcome(f.name, "repaired", f"repaired from its parity and proven{note}", kept)
 
 
@@ -114,11 +131,11 @@ def describe(v: tool.Verdict) -> str:
     return ", ".join(parts) or v.status
 
 
-def _rebuild(directory: str, work: str, f: FileReport) -> tuple[str, str] | Outcome:
+def _rebuild(store: Store, work: str, f: FileReport) -> tuple[str, str] | Outcome:
     """par2's rebuilt copy of f in work (and a note for the outcome), or the Outcome that
     says why there is none."""
     assert f.parity is not None
-    original = os.path.join(directory, f.name)
+    original = store.local_path(f.name)
     damaged = os.path.join(work, DAMAGED_COPY)
     note = ""
     if not f.readable:
@@ -129,13 +146,13 @@ def _rebuild(directory: str, work: str, f: FileReport) -> tuple[str, str] | Outc
         _link_or_copy(original, damaged)
         if f.identity is not None and not f.identity.unchanged(os.lstat(damaged)):
             raise ColdError(f"{names.shown(f.name)} changed since it was checked: not repaired")
-    verdict = tool.repair(work, os.path.join(directory, f.parity.index), damaged)
+    verdict = tool.repair(work, store.local_path(f.parity.index), damaged)
     if verdict.status == "unrepairable":
         message = f"unrepairable: {describe(verdict)}; nothing replaced"
         return Outcome(f.name, "unrepairable", message)
     if verdict.status != "repaired":
         return Outcome(f.name, "failed", f"par2 did not repair it ({describe(verdict)})")
-    return os.path.join(work, f.name), note
+    return os.path.join(work, os.path.basename(f.name)), note
 
 
 def _link_or_copy(source: str, target: str) -> None:
@@ -332,12 +349,12 @@ def _digests(fd: int) -> tuple[str, bytes]:
     return sha.hexdigest(), md5.digest()
 
 
-def _replace(directory: str, f: FileReport, rebuilt: str) -> str:
+def _replace(store: Store, f: FileReport, rebuilt: str) -> str:
     """NAME.damaged made a link of the damaged original, then the proven file renamed over
     NAME (where links are not supported: the original renamed away first)."""
-    original = os.path.join(directory, f.name)
+    original = store.local_path(f.name)
     kept = f.name + DAMAGED
-    keep = os.path.join(directory, kept)
+    keep = original + DAMAGED
     if os.path.lexists(keep):
         raise ColdError(
             f"{names.shown(kept)} exists: remove it first (`zverify cold repair --yes` removes "
@@ -355,7 +372,7 @@ def _replace(directory: str, f: FileReport, rebuilt: str) -> str:
                 raise
             os.rename(original, keep)
         os.rename(rebuilt, original)
-        fsync_dir(directory)
+        fsync_dir(os.path.dirname(original) or ".")
     except OSError as err:
         raise ColdError(
             f"replacing {names.shown(f.name)} failed: {err.strerror} (the damaged original is "
@@ -364,7 +381,7 @@ def _replace(directory: str, f: FileReport, rebuilt: str) -> str:
     return kept
 
 
-def drop_damaged(directory: str, report: ArchiveReport, outcomes: list[Outcome]) -> list[str]:
+def drop_damaged(store: Store, report: ArchiveReport, outcomes: list[Outcome]) -> list[str]:
     """Remove NAME.damaged where NAME is an intact stream proven in this run (read completely
     by the check, or repaired just now).  Returns what was removed."""
     proven = {o.name for o in outcomes if o.status == "repaired"}
@@ -373,12 +390,12 @@ def drop_damaged(directory: str, report: ArchiveReport, outcomes: list[Outcome])
     for kept in sorted(set(report.kept) | {o.kept for o in outcomes if o.kept}):
         if kept[: -len(DAMAGED)] not in intact:
             continue
-        path = os.path.join(directory, kept)
+        path = store.local_path(kept)
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
             continue
         os.unlink(path)
         removed.append(kept)
-    if removed:
+    for directory in sorted({os.path.dirname(store.local_path(k)) or "." for k in removed}):
         fsync_dir(directory)
     return removed

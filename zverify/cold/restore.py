@@ -88,11 +88,11 @@ def check_target(target: str) -> None:
         raise ColdError(f"{target} exists: restore creates a new dataset (destroy or rename it)")
 
 
-def verify_files(directory: str, plan: RestorePlan, report: ArchiveReport | None = None) -> None:
+def verify_files(plan: RestorePlan, report: ArchiveReport) -> None:
     """Read every file of the plan completely now; raise UnrestorableError on the first bad."""
-    read = {f.name: f.identity for f in report.files} if report else {}
+    read = {f.name: f.identity for f in report.files}
     for name in plan.files:
-        fd = _open(os.path.join(directory, name), read.get(name))
+        fd = _open(report.path(name), read.get(name))
         try:
             checked = verify_stream(fd)
         finally:
@@ -104,7 +104,7 @@ def verify_files(directory: str, plan: RestorePlan, report: ArchiveReport | None
 
 
 def receive_all(
-    directory: str, plan: RestorePlan, report: ArchiveReport, progress: ProgressHook | None = None
+    plan: RestorePlan, report: ArchiveReport, progress: ProgressHook | None = None
 ) -> None:
     """Receive the plan's files in order, each where its top dataset lands, proving every
     snapshot of the restored dataset it carries by GUID.  progress(bytes) counts over the
@@ -117,7 +117,7 @@ def receive_all(
     base = 0
     for f in archived:
         hook = (lambda n, at=base: progress(at + n)) if progress else None
-        receive_file(os.path.join(directory, f.name), where[f.name], done, hook, read.get(f.name))
+        receive_file(report.path(f.name), where[f.name], done, hook, read.get(f.name))
         base += f.size
         have = {s.guid for s in inventory.snapshots(at) if not s.bookmark}
         for step in f.steps_of(plan.dataset):
@@ -183,7 +183,7 @@ def _so_far(done: list[str] | None) -> str:
     return f" (received and proven before it: {', '.join(map(shown, done))})" if done else ""
 
 
-def script(directory: str, plan: RestorePlan, report: ArchiveReport) -> str:
+def script(plan: RestorePlan, report: ArchiveReport) -> str:
     """The same receives as a plain sh script, for a machine without zverify.  A compressed
     file is tested whole by its own tool first (so that damage at its end is found before
     receive could commit what came out), then decompressed into receive."""
@@ -193,7 +193,7 @@ def script(directory: str, plan: RestorePlan, report: ArchiveReport) -> str:
         lines += _RECEIVE_PIPED
     where = landing(plan.target, _archived(plan, report))
     for name in plan.files:
-        path = shlex.quote(os.path.join(os.path.abspath(directory), name))
+        path = shlex.quote(os.path.abspath(report.path(name)))
         target = shlex.quote(where[name])
         tool = compressed.TOOLS.get(packed.get(name) or "")
         if tool is None:

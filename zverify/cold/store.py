@@ -186,7 +186,7 @@ class LocalStore:
     def delete(self, key: str, expect: Identity) -> None:
         """Unlink key only when it is still the very regular file that was proven (inode,
         size and modification time), then fsync its directory.  Raises ColdError when it is
-        not, OSError when the unlink or the fsync fails."""
+        not, OSError when the unlink fails, Unsynced when it is gone but the fsync failed."""
         path = self.local_path(key)
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode) or not expect.unchanged(st):
@@ -195,7 +195,11 @@ class LocalStore:
                 "changed since): not deleted"
             )
         os.unlink(path)
-        fsync_dir(self.directory_of(key))
+        directory = self.directory_of(key)
+        try:
+            fsync_dir(directory)
+        except OSError as err:
+            raise Unsynced(f"the fsync of {directory} failed: {err.strerror}") from None
 
     @contextlib.contextmanager
     def lock(self, how: str, wait: float = 0) -> Iterator[None]:
@@ -209,6 +213,10 @@ class LocalStore:
                 else:
                     stack.enter_context(lock.writing(place, wait, deleting=how == "delete"))
             yield
+
+
+class Unsynced(ColdError):
+    """A change was made but its directory could not be synced: it may not survive a crash."""
 
 
 class Writer:
