@@ -32,7 +32,9 @@ from tests.manifest.helpers import edited_manifest
 from tests.stream.streamgen import resume_token
 from tests.treebuilder import write
 from zverify.cli import run as run_cli
+from zverify.cold import lock
 from zverify.cold.check import ArchiveReport, FileReport
+from zverify.cold.operations import Pruned
 from zverify.cold.prune import blocked, plan_prune
 from zverify.report import cold as cold_report
 from zverify.report import cutover as cutover_report
@@ -61,7 +63,10 @@ CONSTANTS = {
     "stream-token.schema.json": stream_report.TOKEN_SCHEMA,
     "cold-check.schema.json": cold_report.CHECK_SCHEMA,
     "cold-send.schema.json": cold_report.SEND_SCHEMA,
+    "cold-restore.schema.json": cold_report.RESTORE_SCHEMA,
     "cold-prune.schema.json": cold_report.PRUNE_SCHEMA,
+    "cold-clean.schema.json": cold_report.CLEAN_SCHEMA,
+    "cold-parity.schema.json": cold_report.PARITY_SCHEMA,
     "cold-repair.schema.json": cold_report.REPAIR_SCHEMA,
 }
 
@@ -482,7 +487,9 @@ def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[list[st
         monkeypatch,
         tmp_path,
         f'case "$1" in\nlist) cat "{tmp_path}/snapshots" ;;\nversion) echo zfs-2.1.11 ;;\n'
-        f'send) for last; do :; done\n case "$last" in\n{sends} esac ;;\n'
+        f"send) for last; do :; done\n"
+        f'  [ "$2" = -nvP ] && {{ printf "full\\t%s\\t4096\\nsize\\t4096\\n" "$last"; exit 0; }}\n'
+        f' case "$last" in\n{sends} esac ;;\n'
         '*) echo "stand-in zfs: unexpected $*" >&2; exit 1 ;;\nesac\n',
     )
     lzc = types.ModuleType("libzfs_core")
@@ -518,6 +525,15 @@ def test_cold_send_documents(cli: Run, source: Callable[[list[str]], None], tmp_
     code, doc = cli("cold", "send", "--json", "zv/fs", str(cold))
     assert code == 0 and doc["sent"] is None and "already restorable" in doc["reason"]
     validate_document("cold-send.schema.json", doc)
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    code, doc = cli("cold", "send", "--json", "--dry-run", "zv/fs", str(fresh))
+    assert code == 0 and doc["dry_run"] is True and doc["sent"] is None
+    validate_document("cold-send.schema.json", doc)
+    assert [p["estimated_bytes"] for p in doc["planned"]] == [4096]
+    assert doc["planned"][0]["command"][:2] == ["zfs", "send"]
+    assert set(os.listdir(fresh)) <= set(lock.FILES)  # nothing written but the lock files
 
 
 PRUNE_FILES = {
@@ -580,7 +596,8 @@ def test_cold_prune_document_listing_lost_snapshots() -> None:
         [],
     )
     decisions = plan_prune(report, keep_chains=1)
-    doc = json.loads(cold_report.prune_json(decisions, {}, False, blocked(report)))
+    pruned = Pruned(decisions, {}, False, blocked(report), [], report.exit_code)
+    doc = json.loads(cold_report.prune_json(pruned))
     validate_document("cold-prune.schema.json", doc)
     assert [lost["snapshot"] for lost in doc["datasets"][0]["lost"]] == ["1", "2"]
 
@@ -591,7 +608,7 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
         tmp_path / "cold",
         {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"},
     )
-    made = zverify("cold", "parity", "-q", "--parity", "10", str(root))
+    made = zverify("cold", "parity", "--no-progress", "--parity", "10", str(root))
     assert made.returncode == 0, made.stdout + made.stderr
     code, doc = cli("cold", "repair", "--json", str(root))
     assert code == 0 and doc["repairs"] == [] and doc["exit_code"] == 0
@@ -602,7 +619,14 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
     with open(root / INC_S1_S2, "r+b") as f:  # beyond 10% parity
         f.seek(1000)
         f.write(bytes(100_000))
-    code, doc = cli("cold", "repair", "--json", "--yes", str(root))
+    code, doc = cli("cold", "repair", "--json", "--dry-run", str(root))
+    validate_document("cold-repair.schema.json", doc)
+    assert code == 1 and doc["dry_run"] is True
+    assert {r["file"]: r["status"] for r in doc["repairs"]} == {
+        FULL_S1: "repairable",
+        INC_S1_S2: "unrepairable",
+    }
+    code, doc = cli("cold", "repair", "--json", "--remove-damaged", str(root))
     validate_document("cold-repair.schema.json", doc)
     assert code == 1 == doc["exit_code"]
     assert {r["file"]: r["status"] for r in doc["repairs"]} == {
@@ -610,3 +634,53 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
         INC_S1_S2: "unrepairable",
     }
     assert doc["removed"] == [f"{FULL_S1}.damaged"]  # proven just now, so --yes removed it
+
+
+@exercises("cold-restore.schema.json")
+def test_cold_restore_documents(cli: Run, tmp_path: Path) -> None:
+    root = _archive(
+        tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"}
+    )
+    code, doc = cli("cold", "restore", "--json", "-n", str(root), "tank/back")
+    assert code == 0 and doc["dry_run"] is True and doc["restored"] is None
+    validate_document("cold-restore.schema.json", doc)
+    assert doc["files"] == [FULL_S1, INC_S1_S2] and doc["snapshot"]["name"] == "s2"
+    assert doc["snapshot"]["guid"] == str(GUIDS["zv/fs@s2"])
+    script = tmp_path / "receive.sh"
+    code, doc = cli("cold", "restore", "--json", "--script", str(script), str(root), "tank/b")
+    assert code == 0 and doc["script"] == str(script) and script.read_text().startswith("#!")
+    validate_document("cold-restore.schema.json", doc)
+
+
+@exercises("cold-clean.schema.json")
+def test_cold_clean_documents(cli: Run, tmp_path: Path) -> None:
+    root = _archive(tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream"})
+    (root / f"{INC_S1_S2}.partial").write_bytes(b"half a stream")
+    os.symlink("/etc/passwd", root / "other.partial")
+    code, doc = cli("cold", "clean", "--json", str(root))
+    assert code == 1 and doc["dry_run"] is True  # the symlink is left alone
+    validate_document("cold-clean.schema.json", doc)
+    assert {e["file"]: e["status"] for e in doc["leftovers"]} == {
+        f"{INC_S1_S2}.partial": "would-remove",
+        "other.partial": "left",
+    }
+    code, doc = cli("cold", "clean", "--json", "--yes", str(root))
+    validate_document("cold-clean.schema.json", doc)
+    statuses = {e["file"]: e["status"] for e in doc["leftovers"]}
+    assert statuses[f"{INC_S1_S2}.partial"] == "removed" and doc["dry_run"] is False
+
+
+@exercises("cold-parity.schema.json")
+def test_cold_parity_documents(cli: Run, tmp_path: Path) -> None:
+    root = _archive(
+        tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"}
+    )
+    code, doc = cli("cold", "parity", "--json", "-n", str(root))
+    assert code == 0 and doc["dry_run"] is True and doc["percent"] == 10
+    validate_document("cold-parity.schema.json", doc)
+    assert {e["status"] for e in doc["streams"]} == {"added"}
+    assert not list(root.glob("*.par2"))  # a dry run made nothing
+    code, doc = cli("cold", "parity", "--json", "--parity", "5", str(root))
+    assert code == 0 and doc["dry_run"] is False and doc["exit_code"] == 0
+    validate_document("cold-parity.schema.json", doc)
+    assert len(list(root.glob("*.par2"))) >= 2

@@ -13,6 +13,7 @@ State lives in one directory (ZfsStandIn.state):
   gate-receive   present: `zfs receive` reads 16 KiB of its input, then waits for go
   started-send, started-receive   touched when a send or receive begins
   bookmarks      one line per bookmark the stand-in libzfs_core made
+  dry-runs       one line per `zfs send -nvP` (answered with the fixture's size)
 
 A receive records snapshots only when what it read is, byte for byte, a fixture stream
 (index.json says which snapshots that stream holds): a receive killed midway creates nothing,
@@ -73,6 +74,11 @@ elif args[0] == "list":
     if not mine:
         sys.exit("cannot open '%s': dataset does not exist" % dataset)
     print("\n".join(mine) if "-t" in args else dataset)
+elif args[0] == "send" and "-nvP" in args:  # the dry run: an estimate, nothing sent
+    fixture = json.load(open(path("sends.json")))[args[-1]]
+    size = os.path.getsize(fixture)
+    print("full\t%s\t%d\nsize\t%d" % (args[-1], size, size))
+    open(path("dry-runs"), "a").write(" ".join(args) + "\n")
 elif args[0] == "send":
     fixture = json.load(open(path("sends.json")))[args[-1]]
     data = open(fixture, "rb").read()

@@ -92,7 +92,7 @@ def test_restore_receives_plain_and_compressed_files_through_the_relay(tmp_path:
     byte for byte: the compressed files reached it decompressed and whole."""
     root = mixed(tmp_path)
     zfs = ZfsStandIn(tmp_path / "standin")
-    done = run("cold", "restore", "-q", str(root), "tank/r", env=zfs.env())
+    done = run("cold", "restore", "--no-progress", str(root), "tank/r", env=zfs.env())
     assert done.returncode == 0, done.stdout + done.stderr
     received = (zfs.state / "received").read_text()
     assert {row.split("\t")[0] for row in received.splitlines()} == {
@@ -184,8 +184,8 @@ def test_send_compress_zstd_writes_a_proven_zst_that_checks_and_restores(
         len(plain),
         len(packed),
     )
-    second = run("cold", "send", "-q", "--no-intermediate", "--compress", "gzip", "zv/fs",
-                 str(cold), env=env)  # fmt: skip
+    second = run("cold", "send", "--no-progress", "--no-intermediate", "--compress", "gzip",
+                 "zv/fs", str(cold), env=env)  # fmt: skip
     assert second.returncode == 0, second.stdout + second.stderr
     assert sorted(p.name for p in cold.iterdir() if not p.name.startswith(".")) == sorted(
         [sent["file"], sent["file"] + ".json", INC_S1_S2 + ".gz", INC_S1_S2 + ".gz.json"]
@@ -201,7 +201,9 @@ def test_send_compress_refuses_an_unknown_algorithm_or_level(
     cold = tmp_path / "cold"
     cold.mkdir()
     for bad in ("brotli", "zstd:99", "gzip:x"):
-        done = run("cold", "send", "-q", "--compress", bad, "zv/fs", str(cold), env=source.env())
+        done = run(
+            "cold", "send", "--no-progress", "--compress", bad, "zv/fs", str(cold), env=source.env()
+        )
         assert done.returncode == 2, done.stdout
         assert "--compress" in done.stderr and "Traceback" not in done.stderr
     assert list(cold.iterdir()) == [] or all(p.name.startswith(".") for p in cold.iterdir())

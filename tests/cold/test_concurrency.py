@@ -67,14 +67,14 @@ def test_a_running_send_refuses_writers_and_lets_readers_read(
     cold = archive(tmp_path, {FULL_S1: "full_fs_s1.zstream"})
     env = zfs.env()
     zfs.hold("send")
-    first = start("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=env)
+    first = start("cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env)
     try:
         zfs.wait_started("send")
         partial = cold / f"{INC_S1_S2}.partial"
         assert partial.exists()  # made before `zfs send` starts
         # writers: refused at once, one line naming the archive and the running send
         for args in (
-            ["send", "-q", "zv/fs", str(cold)],
+            ["send", "--no-progress", "zv/fs", str(cold)],
             ["prune", "--yes", str(cold)],
             ["clean", "--yes", str(cold)],
         ):
@@ -117,17 +117,17 @@ def test_wait_waits_for_the_writer_or_gives_up_saying_so(tmp_path: Path, zfs: Zf
     cold = archive(tmp_path, {FULL_S1: "full_fs_s1.zstream"})
     env = zfs.env()
     zfs.hold("send")
-    first = start("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=env)
+    first = start("cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env)
     try:
         zfs.wait_started("send")
         began = time.monotonic()
-        gave_up = run("cold", "send", "-q", "--wait", "1", "zv/fs", str(cold), env=env)
+        gave_up = run("cold", "send", "--no-progress", "--wait", "1", "zv/fs", str(cold), env=env)
         assert 1 <= time.monotonic() - began < 10
         assert gave_up.returncode == 2
         waiting, refused = gave_up.stderr.strip().splitlines()
         assert waiting.startswith(f"zverify: waiting up to 1 s: archive {cold} is busy: pid ")
         assert refused.endswith("is writing to it; nothing was done"), refused
-        second = start("cold", "send", "-q", "--wait", "60", "zv/fs", str(cold), env=env)
+        second = start("cold", "send", "--no-progress", "--wait", "60", "zv/fs", str(cold), env=env)
         time.sleep(1)
         assert second.poll() is None  # waiting
     finally:
@@ -145,7 +145,9 @@ def test_prune_never_deletes_under_a_restore(tmp_path: Path, zfs: ZfsStandIn) ->
     cold = archive(tmp_path, PRUNABLE)
     env = zfs.env()
     zfs.hold("receive")
-    restoring = start("cold", "restore", "-q", "--dataset", "zv/fs", str(cold), "tank/r", env=env)
+    restoring = start(
+        "cold", "restore", "--no-progress", "--dataset", "zv/fs", str(cold), "tank/r", env=env
+    )
     try:
         zfs.wait_started("receive")
         before = listing(cold)
@@ -156,7 +158,7 @@ def test_prune_never_deletes_under_a_restore(tmp_path: Path, zfs: ZfsStandIn) ->
         assert line.endswith("nothing was deleted (--wait SECONDS waits for it)"), line
         assert listing(cold) == before
         # readers share: a check runs beside the restore, and so does a send (it only adds)
-        assert run("cold", "check", "-q", str(cold), env=env).returncode == 0
+        assert run("cold", "check", "--no-progress", str(cold), env=env).returncode == 0
         # a prune that waits says so once, then deletes when the restore has finished
         waiting = start("cold", "prune", "--yes", "--wait", "60", str(cold), env=env)
         time.sleep(1)
@@ -195,7 +197,7 @@ def test_nobody_reads_or_writes_while_a_prune_deletes(tmp_path: Path, zfs: ZfsSt
                 "is deleting from it; nothing was read (--wait SECONDS waits for it)"
             )
             assert done.stdout == ""
-        sending = run("cold", "send", "-q", "zv/fs", str(cold), env=env)
+        sending = run("cold", "send", "--no-progress", "zv/fs", str(cold), env=env)
         assert sending.returncode == 2 and "is writing to it" in sending.stderr
     finally:
         zfs.release()
@@ -209,7 +211,7 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, zfs: ZfsStandIn) 
     cold = archive(tmp_path, {FULL_S1: "full_fs_s1.zstream"})
     env = zfs.env()
     zfs.hold("send")
-    first = start("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=env)
+    first = start("cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env)
     zfs.wait_started("send")
     first.kill()
     first.wait()
@@ -223,7 +225,7 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, zfs: ZfsStandIn) 
     (left,) = [p for f in files for p in f["problems"]]
     assert left["file"] == partial and left["kind"] == "partial"
     assert "interrupted send" in left["message"]
-    again = run("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=env)
+    again = run("cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env)
     warning, refused = again.stderr.strip().splitlines()  # what check says, then why not
     assert again.returncode == 2 and warning.startswith(f"zverify: warning: partial {partial}")
     assert refused == f"zverify: {cold}/{partial} was left by an interrupted send: " + (
@@ -233,9 +235,12 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path, zfs: ZfsStandIn) 
     assert cleaned.returncode == 0 and f"removed {partial}" in cleaned.stdout
     zfs.release()
     assert (
-        run("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=env).returncode == 0
+        run(
+            "cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env
+        ).returncode
+        == 0
     )
-    assert run("cold", "check", "-q", str(cold), env=env).returncode == 0
+    assert run("cold", "check", "--no-progress", str(cold), env=env).returncode == 0
 
 
 def test_lock_files_are_gone_after_each_command(tmp_path: Path, zfs: ZfsStandIn) -> None:
@@ -243,7 +248,7 @@ def test_lock_files_are_gone_after_each_command(tmp_path: Path, zfs: ZfsStandIn)
     env = zfs.env()
     for args in (
         ["check", str(cold)],
-        ["send", "-q", "--no-intermediate", "zv/fs", str(cold)],
+        ["send", "--no-progress", "--no-intermediate", "zv/fs", str(cold)],
         ["restore", "--dry-run", str(cold), "tank/r"],
         ["prune", "--yes", str(cold)],
         ["clean", "--yes", str(cold)],

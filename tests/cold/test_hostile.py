@@ -215,7 +215,9 @@ def test_restore_warns_of_each_entry_and_reads_only_real_files(
 ) -> None:
     cold, outside = hostile
     before = snapshot(outside)
-    done = run("cold", "restore", "-q", "--dataset", "zv/fs", str(cold), "tank/r", env=zfs.env())
+    done = run(
+        "cold", "restore", "--no-progress", "--dataset", "zv/fs", str(cold), "tank/r", env=zfs.env()
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "restored tank/r@s2" in done.stdout
     warnings = [line for line in done.stderr.splitlines() if line.startswith("zverify: warning: ")]
@@ -248,14 +250,16 @@ def test_send_writes_beside_them_and_never_over_one(
 ) -> None:
     cold, outside = hostile
     before = snapshot(outside)
-    over = run("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=zfs.env())
+    over = run(
+        "cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=zfs.env()
+    )
     assert over.returncode == 2
     *warnings, refused = over.stderr.strip().splitlines()
     assert refused == f"zverify: {LURE} already exists in {cold}: refusing to overwrite it"
     named = {name for name in HOSTILE if any(f" {shown(name)}: " in w for w in warnings)}
     assert named == set(HOSTILE)
     assert os.readlink(cold / LURE) == str(outside / "secret.zfsinc")
-    done = run("cold", "send", "-q", "zv/fs", str(cold), env=zfs.env())
+    done = run("cold", "send", "--no-progress", "zv/fs", str(cold), env=zfs.env())
     assert done.returncode == 0, done.stdout + done.stderr
     new = "zv%2Ffs@s2-@s3.zfsincstream"
     assert done.stdout.startswith(f"archived {new}: ")

@@ -58,7 +58,7 @@ def moments(duration: float) -> list[float]:
 
 
 def check(cold: Path) -> tuple[int, dict[str, Any]]:
-    done = run("cold", "check", "--json", "-q", str(cold), env=plain_env())
+    done = run("cold", "check", "--json", "--no-progress", str(cold), env=plain_env())
     assert done.returncode in (0, 1, 2), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -145,7 +145,7 @@ def test_send_killed_anywhere(tmp_path: Path, coldshim: Path) -> None:
     zfs.slow(0.08)
 
     def send(cold: Path) -> list[str]:
-        return ["cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold)]
+        return ["cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold)]
 
     first = tmp_path / "timed"
     shutil.copytree(seed, first)
@@ -201,7 +201,7 @@ def test_prune_killed_anywhere(tmp_path: Path, coldshim: Path) -> None:
     slow = plain_env(LD_PRELOAD=str(coldshim), ZVCOLD_SLOW_FSYNC_MS=SLOW_FSYNC)
 
     def prune(cold: Path) -> list[str]:
-        return ["cold", "prune", "--yes", "-q", str(cold)]
+        return ["cold", "prune", "--yes", "--no-progress", str(cold)]
 
     first = tmp_path / "timed"
     shutil.copytree(seed, first)
@@ -248,11 +248,13 @@ def test_restore_killed_anywhere(tmp_path: Path) -> None:
         shutil.copy(STREAMS / fixture, cold / name)
     digests = {n: hashlib.sha256((cold / n).read_bytes()).hexdigest() for n in files}
     zfs.slow(0.05)
-    duration = timed(["cold", "restore", "-q", str(cold), "tank/timed"], zfs.env())
+    duration = timed(["cold", "restore", "--no-progress", str(cold), "tank/timed"], zfs.env())
     outcomes: Counter[str] = Counter()
     for i, at in enumerate(moments(duration)):
         zfs.slow(0.05)
-        outcomes[kill_at(["cold", "restore", "-q", str(cold), f"tank/k{i}"], zfs.env(), at)] += 1
+        outcomes[
+            kill_at(["cold", "restore", "--no-progress", str(cold), f"tank/k{i}"], zfs.env(), at)
+        ] += 1
         # a restore only reads: the archive is as it was, and its lock went with it
         assert entries(cold) == sorted(files)
         assert {n: hashlib.sha256((cold / n).read_bytes()).hexdigest() for n in files} == digests
@@ -264,7 +266,7 @@ def test_restore_killed_anywhere(tmp_path: Path) -> None:
         assert mine == ["s1", "s2", "s3"][: len(mine)]  # whole streams only, in order
         outcomes[f"{len(mine)} received"] += 1
         zfs.slow(None)
-        again = run("cold", "restore", "-q", str(cold), f"tank/again{i}", env=zfs.env())
+        again = run("cold", "restore", "--no-progress", str(cold), f"tank/again{i}", env=zfs.env())
         assert again.returncode == 0 and f"restored tank/again{i}@s3" in again.stdout
     print(f"restore: {POINTS} kills over {duration:.2f} s: {dict(outcomes)}")
     assert outcomes["killed"] >= POINTS // 2, outcomes

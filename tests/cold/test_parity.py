@@ -36,13 +36,15 @@ def archive(tmp_path: Path, percent: int = 10, *files: str) -> Path:
     for name in files or FIXTURE:
         shutil.copy(STREAMS / FIXTURE[name], root / name)
     if percent:
-        done = run("cold", "parity", "-q", "--parity", str(percent), str(root), env=plain_env())
+        done = run(
+            "cold", "parity", "--no-progress", "--parity", str(percent), str(root), env=plain_env()
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     return root
 
 
 def check(root: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    done = run("cold", "check", "-q", "--json", str(root), env=env or plain_env())
+    done = run("cold", "check", "--no-progress", "--json", str(root), env=env or plain_env())
     assert done.returncode in (0, 1, 2), done.stderr
     doc = json.loads(done.stdout)
     valid("cold-check.schema.json", doc)
@@ -119,13 +121,15 @@ def test_send_makes_parity_after_the_proof_and_later_sends_keep_the_level(
     zfs.source("zv/fs", {"s1": "full_fs_s1.zstream", "s2": "incr_fs_s1_s2.zstream"})
     root = tmp_path / "cold"
     root.mkdir()
-    first = run("cold", "send", "-q", "--json", "--parity", "20", "--snapshot", "s1", "zv/fs",
-                str(root), env=zfs.env())  # fmt: skip
+    first = run("cold", "send", "--no-progress", "--json", "--parity", "20", "--snapshot", "s1",
+                "zv/fs", str(root), env=zfs.env())  # fmt: skip
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["sent"]["parity_percent"] == 20
     valid("cold-send.schema.json", json.loads(first.stdout))
     # no --parity (-i: the stand-in replays a plain incremental)
-    second = run("cold", "send", "-q", "--no-intermediate", "zv/fs", str(root), env=zfs.env())
+    second = run(
+        "cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(root), env=zfs.env()
+    )
     assert second.returncode == 0, second.stderr
     assert "20% parity" in second.stdout
     code, doc = check(root)
@@ -140,13 +144,13 @@ def test_parity_off_in_an_archive_with_parity_is_flagged(tmp_path: Path) -> None
     root = tmp_path / "cold"
     root.mkdir()
     for extra in (["--parity", "10", "--snapshot", "s1"], ["--parity", "0", "--no-intermediate"]):
-        done = run("cold", "send", "-q", *extra, "zv/fs", str(root), env=zfs.env())
+        done = run("cold", "send", "--no-progress", *extra, "zv/fs", str(root), env=zfs.env())
         assert done.returncode == 0, done.stderr
     code, doc = check(root)
     assert code == 1
     (unprotected,) = [f for f in doc["files"] if "parity" not in f]
     assert [p["kind"] for p in unprotected["problems"]] == ["no-parity"]
-    added = run("cold", "parity", "-q", str(root), env=plain_env())
+    added = run("cold", "parity", "--no-progress", str(root), env=plain_env())
     assert added.returncode == 0, added.stdout + added.stderr
     assert "added" in added.stdout and "kept" in added.stdout
     assert check(root)[0] == 0
@@ -158,7 +162,7 @@ def test_send_says_so_when_its_parity_cannot_be_made(tmp_path: Path) -> None:
     root = tmp_path / "cold"
     root.mkdir()
     env = zfs.env(ZVERIFY_PAR2=str(tmp_path / "no-such-par2"))
-    done = run("cold", "send", "-q", "--parity", "10", "zv/fs", str(root), env=env)
+    done = run("cold", "send", "--no-progress", "--parity", "10", "zv/fs", str(root), env=env)
     assert done.returncode == 2
     assert "archived" in done.stderr and "parity was not made" in done.stderr, done.stderr
     assert listing(root) == [FULL, f"{FULL}.json"]  # the proven stream stays; no half parity
@@ -186,7 +190,7 @@ def test_damage_within_capacity_is_repaired_proven_and_the_original_kept(
     verdict = file_doc(doc, FULL)["parity"]["repair"]
     assert verdict["status"] == "repairable", verdict
     assert 0 < verdict["damaged_blocks"] <= verdict["recovery_blocks"]
-    done = run("cold", "repair", "-q", str(root), env=plain_env())
+    done = run("cold", "repair", "--no-progress", str(root), env=plain_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"repaired  {FULL}" in done.stdout
     assert stream.read_bytes() == (STREAMS / FIXTURE[FULL]).read_bytes()
@@ -195,7 +199,7 @@ def test_damage_within_capacity_is_repaired_proven_and_the_original_kept(
     assert code == 0, doc
     assert doc["kept"] == [f"{FULL}.damaged"]
     assert not [n for n in listing(root) if n.endswith(".partial")]
-    done = run("cold", "repair", "--yes", "-q", str(root), env=plain_env())
+    done = run("cold", "repair", "--remove-damaged", "--no-progress", str(root), env=plain_env())
     assert done.returncode == 0 and "nothing to repair" in done.stdout, done.stdout
     assert f"{FULL}.damaged" not in listing(root)
 
@@ -210,7 +214,7 @@ def test_damaged_parity_still_repairs_with_what_is_left(tmp_path: Path) -> None:
     assert code == 1 and {"damaged", "parity-damaged"} <= kinds(doc)
     assert parity["damaged_bytes"] > 0
     assert parity["repair"]["status"] == "repairable"
-    assert run("cold", "repair", "-q", str(root), env=plain_env()).returncode == 0
+    assert run("cold", "repair", "--no-progress", str(root), env=plain_env()).returncode == 0
     assert (root / FULL).read_bytes() == (STREAMS / FIXTURE[FULL]).read_bytes()
 
 
@@ -223,7 +227,7 @@ def test_damaged_parity_of_an_intact_stream_is_remade(tmp_path: Path) -> None:
     parity = file_doc(doc, INC)["parity"]
     assert code == 1 and kinds(doc) == {"parity-damaged"}
     assert parity["recovery_blocks"] == before - 1  # one recovery packet lost, the rest count
-    done = run("cold", "parity", "-q", str(root), env=plain_env())
+    done = run("cold", "parity", "--no-progress", str(root), env=plain_env())
     assert done.returncode == 0 and f"remade    {INC}" in done.stdout, done.stdout
     assert check(root)[0] == 0
 
@@ -240,7 +244,7 @@ def test_damage_beyond_capacity_is_unrepairable_and_nothing_is_replaced(tmp_path
     verdict = file_doc(doc, FULL)["parity"]["repair"]
     assert code == 1 and verdict["status"] == "unrepairable", verdict
     assert verdict["damaged_blocks"] > verdict["recovery_blocks"]
-    done = run("cold", "repair", "-q", str(root), env=plain_env())
+    done = run("cold", "repair", "--no-progress", str(root), env=plain_env())
     assert done.returncode == 1
     assert "unrepairable" in done.stdout and "nothing replaced" in done.stdout
     assert "repaired" not in done.stdout
@@ -253,7 +257,7 @@ def test_damage_beyond_capacity_is_unrepairable_and_nothing_is_replaced(tmp_path
 def test_a_stream_without_parity_is_not_repairable(tmp_path: Path) -> None:
     root = archive(tmp_path, 0)
     flip(root / FULL, 1000)
-    done = run("cold", "repair", "-q", str(root), FULL, env=plain_env())
+    done = run("cold", "repair", "--no-progress", str(root), FULL, env=plain_env())
     assert done.returncode == 1 and "has no parity" in done.stdout, done.stdout
 
 
@@ -293,7 +297,7 @@ def test_a_par2_that_claims_a_repair_it_did_not_make_replaces_nothing(
     source, caught = LIES[lie]
     said = "You have 1999 out of 2000 data blocks available.\\nRepair complete."
     liar = fake_par2(tmp_path, f'cp {source} "$base/{FULL}"; printf "{said}"; exit 0')
-    done = run("cold", "repair", "-q", str(root), env=plain_env(ZVERIFY_PAR2=str(liar)))
+    done = run("cold", "repair", "--no-progress", str(root), env=plain_env(ZVERIFY_PAR2=str(liar)))
     assert done.returncode == 2, done.stdout + done.stderr
     assert caught in done.stdout and "repaired  " not in done.stdout, done.stdout
     assert digest(root / FULL) == before
@@ -308,7 +312,7 @@ def test_without_a_par2_program_damage_is_never_called_repairable(tmp_path: Path
     code, doc = check(root, env)
     verdict = file_doc(doc, FULL)["parity"]["repair"]
     assert code == 1 and verdict["status"] == "unknown" and "ZVERIFY_PAR2" in verdict["detail"]
-    done = run("cold", "repair", "-q", str(root), env=env)
+    done = run("cold", "repair", "--no-progress", str(root), env=env)
     assert done.returncode == 2 and "repaired" not in done.stdout, done.stdout
 
 
@@ -320,7 +324,9 @@ def test_a_repair_killed_midway_leaves_the_stream_and_a_leftover_clean_removes(
     before = digest(root / FULL)
     started = tmp_path / "started"
     slow = fake_par2(tmp_path, f"touch {started}; sleep 60")
-    proc = start("cold", "repair", "-q", str(root), env=plain_env(ZVERIFY_PAR2=str(slow)))
+    proc = start(
+        "cold", "repair", "--no-progress", str(root), env=plain_env(ZVERIFY_PAR2=str(slow))
+    )
     try:
         deadline = time.monotonic() + 60
         while not started.exists():
@@ -340,7 +346,7 @@ def test_a_repair_killed_midway_leaves_the_stream_and_a_leftover_clean_removes(
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert work not in listing(root)
     assert (root / FULL).stat().st_nlink == 1  # the work directory's link to it went too
-    assert run("cold", "repair", "-q", str(root), env=plain_env()).returncode == 0
+    assert run("cold", "repair", "--no-progress", str(root), env=plain_env()).returncode == 0
 
 
 # -- parity that does not belong -------------------------------------------------------------
@@ -356,7 +362,7 @@ def test_parity_of_another_stream_is_a_mismatch_never_used(tmp_path: Path) -> No
     code, doc = check(root)
     assert code == 1 and "parity-mismatch" in kinds(doc)
     assert "repair" not in file_doc(doc, FULL)["parity"]
-    done = run("cold", "repair", "-q", str(root), env=plain_env())
+    done = run("cold", "repair", "--no-progress", str(root), env=plain_env())
     assert done.returncode == 1 and "protects another file" in done.stdout, done.stdout
 
 
@@ -372,7 +378,7 @@ def test_parity_beside_a_symlink_never_makes_par2_follow_it(tmp_path: Path) -> N
     stream = file_doc(doc, FULL)
     assert [p["kind"] for p in stream["problems"]] == ["not-a-stream"] and "parity" not in stream
     assert file_doc(doc, INC)["parity"]["repair"]["status"] == "repairable"  # the rest still is
-    done = run("cold", "repair", "-q", str(root), FULL, env=plain_env(), timeout=60)
+    done = run("cold", "repair", "--no-progress", str(root), FULL, env=plain_env(), timeout=60)
     assert done.returncode == 1 and "has no parity" in done.stdout, done.stdout
 
 
@@ -392,11 +398,13 @@ def test_restore_names_the_repair_and_does_it_with_repair(tmp_path: Path) -> Non
     zfs = ZfsStandIn(tmp_path / "standin")
     root = archive(tmp_path, 10)
     flip(root / FULL, 1000)
-    refused = run("cold", "restore", "-q", str(root), "zv/restored", env=zfs.env())
+    refused = run("cold", "restore", "--no-progress", str(root), "zv/restored", env=zfs.env())
     assert refused.returncode == 1
     assert "repairable from their parity" in refused.stderr and FULL in refused.stderr
     assert "cold repair" in refused.stderr
-    done = run("cold", "restore", "-q", "--repair", str(root), "zv/restored", env=zfs.env())
+    done = run(
+        "cold", "restore", "--no-progress", "--repair", str(root), "zv/restored", env=zfs.env()
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "restored zv/restored@s2" in done.stdout
     assert (root / FULL).read_bytes() == (STREAMS / FIXTURE[FULL]).read_bytes()
@@ -408,7 +416,7 @@ def test_prune_deletes_parity_with_its_stream(tmp_path: Path) -> None:
     new_full = "replicated-s2.zstream"
     shutil.copy(STREAMS / "full_fs_s1.zstream", root / FULL)
     shutil.copy(STREAMS / "replicate_R_fs_s2.zstream", root / new_full)
-    made = run("cold", "parity", "-q", str(root), env=plain_env())
+    made = run("cold", "parity", "--no-progress", str(root), env=plain_env())
     assert made.returncode == 0, made.stdout + made.stderr
     done = run("cold", "prune", "--yes", str(root), env=plain_env())
     assert done.returncode == 0, done.stdout + done.stderr
@@ -426,19 +434,19 @@ def test_a_full_filesystem_fails_parity_and_repair_and_leaves_nothing(tmp_path: 
         root.mkdir()
         shutil.copy(STREAMS / FIXTURE[INC], root / INC)
         leave_free(mount, 16 * 4096)  # the parity needs ~90 pages
-        made = run("cold", "parity", "-q", str(root), env=plain_env())
+        made = run("cold", "parity", "--no-progress", str(root), env=plain_env())
         assert made.returncode == 2, made.stdout + made.stderr
         assert listing(root) == [INC]  # no parity file, no work directory
         (mount / "filler").unlink()
-        assert run("cold", "parity", "-q", str(root), env=plain_env()).returncode == 0
+        assert run("cold", "parity", "--no-progress", str(root), env=plain_env()).returncode == 0
         flip(root / INC, 1000)
         before = digest(root / INC)
         leave_free(mount, 16 * 4096)  # the rebuilt stream needs ~38 pages
-        repaired = run("cold", "repair", "-q", str(root), env=plain_env())
+        repaired = run("cold", "repair", "--no-progress", str(root), env=plain_env())
         assert repaired.returncode == 2, repaired.stdout + repaired.stderr
         assert "repaired  " not in repaired.stdout
         assert digest(root / INC) == before
         assert not [n for n in listing(root) if n.endswith((".damaged", ".partial"))]
         (mount / "filler").unlink()
-        assert run("cold", "repair", "-q", str(root), env=plain_env()).returncode == 0
+        assert run("cold", "repair", "--no-progress", str(root), env=plain_env()).returncode == 0
         assert (root / INC).read_bytes() == (STREAMS / FIXTURE[INC]).read_bytes()

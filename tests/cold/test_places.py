@@ -215,7 +215,7 @@ def test_restore_reads_a_chain_spread_over_two_places(tmp_path: Path) -> None:
     two = put(tmp_path / "disk2", INC)
     zfs = ZfsStandIn(tmp_path / "standin")
     zfs.source("zv/fs", {"s1": FIXTURE[FULL]})
-    done = run("cold", "restore", "-q", str(one), str(two), "tank/r", env=zfs.env())
+    done = run("cold", "restore", "--no-progress", str(one), str(two), "tank/r", env=zfs.env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert "restored tank/r@s2" in done.stdout
     assert f"  {one / FULL}\n  {two / INC}\n" in done.stdout  # the plan, pasteable paths
@@ -308,7 +308,16 @@ def test_parity_and_repair_work_in_each_streams_own_directory(tmp_path: Path) ->
     root = tmp_path / "cold"
     put(root / "fs", FULL, INC)
     put(root / "enc", ENC_FULL)
-    done = run("cold", "parity", "-q", "--parity", "30", "--recursive", str(root), env=plain_env())
+    done = run(
+        "cold",
+        "parity",
+        "--no-progress",
+        "--parity",
+        "30",
+        "--recursive",
+        str(root),
+        env=plain_env(),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"fs/{FULL}.par2" in entries_of(root) and f"enc/{ENC_FULL}.par2" in entries_of(root)
     stream = root / "fs" / FULL
@@ -319,7 +328,7 @@ def test_parity_and_repair_work_in_each_streams_own_directory(tmp_path: Path) ->
     assert code == 1
     (damaged,) = [f for f in doc["files"] if f["file"] == f"fs/{FULL}"]
     assert damaged["parity"]["repair"]["status"] == "repairable"
-    done = run("cold", "repair", "-q", "--recursive", str(root), env=plain_env())
+    done = run("cold", "repair", "--no-progress", "--recursive", str(root), env=plain_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert stream.read_bytes() == (STREAMS / FIXTURE[FULL]).read_bytes()
     assert (root / "fs" / f"{FULL}.damaged").exists()
@@ -331,12 +340,14 @@ def test_parity_and_repair_work_in_each_streams_own_directory(tmp_path: Path) ->
 def test_repair_names_a_stream_by_its_path_among_several_places(tmp_path: Path) -> None:
     one = put(tmp_path / "disk1", FULL)
     two = put(tmp_path / "disk2", INC)
-    assert run("cold", "parity", "-q", str(one), str(two), env=plain_env()).returncode == 0
+    assert (
+        run("cold", "parity", "--no-progress", str(one), str(two), env=plain_env()).returncode == 0
+    )
     stream = two / INC
     data = bytearray(stream.read_bytes())
     data[len(data) // 2] ^= 0x10
     stream.write_bytes(bytes(data))
-    done = run("cold", "repair", "-q", str(one), str(two), str(stream), env=plain_env())
+    done = run("cold", "repair", "--no-progress", str(one), str(two), str(stream), env=plain_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"repaired  {stream}" in done.stdout
     assert stream.read_bytes() == (STREAMS / FIXTURE[INC]).read_bytes()

@@ -258,7 +258,7 @@ def test_m1_parity_of_another_stream_never_replaces_the_original(tmp_path) -> No
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(STREAMS / "package_I_fs_s1_s3.zstream", other / name)  # another valid stream
-    made = run("cold", "parity", "-q", "--parity", "100", str(other), env=plain_env())
+    made = run("cold", "parity", "--no-progress", "--parity", "100", str(other), env=plain_env())
     assert made.returncode == 1 or made.returncode == 0, made.stdout + made.stderr
     for parity in other.glob(f"{name}*.par2"):
         shutil.copy(parity, root / parity.name)
@@ -269,7 +269,7 @@ def test_m1_parity_of_another_stream_never_replaces_the_original(tmp_path) -> No
     assert done.returncode == 2, done.stdout + done.stderr
     assert "not the stream it replaces" in done.stdout
     assert (root / name).read_bytes() == bytes(original)
-    again = run("cold", "repair", "--yes", str(root), env=plain_env())
+    again = run("cold", "repair", "--remove-damaged", str(root), env=plain_env())
     assert again.returncode == 2 and (root / name).read_bytes() == bytes(original)
     assert not list(root.glob("*.damaged"))
 
@@ -303,7 +303,9 @@ def test_m1_without_a_readable_first_record_the_end_record_names_the_stream(tmp_
         other = synthetic("tank/data@1", 2001, 1000)  # as long as the real one
         assert len(other) == len(real)
         (source / name).write_bytes(other if foreign else real)
-        made = run("cold", "parity", "-q", "--parity", "100", str(source), env=plain_env())
+        made = run(
+            "cold", "parity", "--no-progress", "--parity", "100", str(source), env=plain_env()
+        )
         assert made.returncode in (0, 1), made.stdout + made.stderr
         for parity in source.glob(f"{name}*.par2"):
             shutil.copy(parity, root / parity.name)

@@ -75,7 +75,9 @@ def test_hostile_parity_is_read_in_linear_time(tmp_path: Path) -> None:
     (root / f"{FULL}.vol999+1.par2").write_bytes(hostile_parity(8 << 20))
     start = time.monotonic()
     try:
-        done = run("cold", "check", "-q", "--json", str(root), env=plain_env(), timeout=60)
+        done = run(
+            "cold", "check", "--no-progress", "--json", str(root), env=plain_env(), timeout=60
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("cold check ran over 60 s on 8 MiB of hostile parity")
     took = time.monotonic() - start

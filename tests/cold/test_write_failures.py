@@ -45,7 +45,9 @@ def seed(cold: Path) -> Path:
 
 
 def send(zfs: ZfsStandIn, cold: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return run("cold", "send", "-q", "--no-intermediate", "zv/fs", str(cold), env=zfs.env(**env))
+    return run(
+        "cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=zfs.env(**env)
+    )
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -203,14 +205,14 @@ def test_a_failing_unlink_stops_prune_and_clean_saying_what_went(
         shutil.copy(STREAMS / fixture, cold / name)
         (cold / f"{name}.json").write_text("{}\n")
     env = zfs.env(LD_PRELOAD=str(coldshim), ZVCOLD_FAIL=f"unlink:{FULL_S1}$")
-    line = one_line(run("cold", "prune", "--yes", "-q", str(cold), env=env))
+    line = one_line(run("cold", "prune", "--yes", "--no-progress", str(cold), env=env))
     assert line == (
         f"zverify: deleting {FULL_S1} failed: Input/output error; nothing after it was deleted"
         f" (deleted so far: {INC})"  # the old chain's incremental goes first
     )
     assert FULL_S1 in entries(cold) and f"{FULL_S1}.json" not in entries(cold)  # sidecar first
-    assert run("cold", "check", "-q", str(cold), env=zfs.env()).returncode == 0
-    assert run("cold", "prune", "--yes", "-q", str(cold), env=zfs.env()).returncode == 0
+    assert run("cold", "check", "--no-progress", str(cold), env=zfs.env()).returncode == 0
+    assert run("cold", "prune", "--yes", "--no-progress", str(cold), env=zfs.env()).returncode == 0
     assert FULL_S1 not in entries(cold)
 
     (cold / "x.zfsfull.partial").write_bytes(b"left by a killed send")

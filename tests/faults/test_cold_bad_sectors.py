@@ -25,7 +25,7 @@ def archive(tmp_path: Path) -> Path:
     root = tmp_path / "backing"
     root.mkdir()
     shutil.copy(FIXTURE, root / FULL)
-    made = zverify("cold", "parity", "-q", "--parity", "10", str(root))
+    made = zverify("cold", "parity", "--no-progress", "--parity", "10", str(root))
     assert made.returncode == 0, made.stdout + made.stderr
     return root
 
@@ -35,16 +35,16 @@ def test_unreadable_sectors_are_read_around_and_rebuilt(
     faultfs: FaultFS, archive: Path, offset: int
 ) -> None:
     with faultfs.mount(archive, f"read /{FULL} {offset} EIO") as mnt:
-        checked = zverify("cold", "check", "-q", "--json", str(mnt.path))
+        checked = zverify("cold", "check", "--no-progress", "--json", str(mnt.path))
         assert checked.returncode == 2, checked.stdout + checked.stderr
         (stream,) = [f for f in json.loads(checked.stdout)["files"] if f["file"] == FULL]
         assert stream["problems"][0]["kind"] == "unreadable"
         assert stream["parity"]["repair"]["status"] == "unknown"  # par2 cannot read it either
-        repaired = zverify("cold", "repair", "-q", str(mnt.path))
+        repaired = zverify("cold", "repair", "--no-progress", str(mnt.path))
         assert repaired.returncode == 0, repaired.stdout + repaired.stderr
         assert "bytes that could not be read were rebuilt" in repaired.stdout
         assert any(f.startswith(f"read /{FULL} ") for f in mnt.fired())
     assert (archive / FULL).read_bytes() == FIXTURE.read_bytes()
     assert (archive / f"{FULL}.damaged").read_bytes() == FIXTURE.read_bytes()  # as it was
     assert not list(archive.glob("*.partial"))
-    assert zverify("cold", "check", "-q", str(archive)).returncode == 0
+    assert zverify("cold", "check", "--no-progress", str(archive)).returncode == 0

@@ -28,21 +28,21 @@ def seed(zfs_host, zfs_module_pool, zverify_in_zfs_host):
         snap_with_data(host, ds, snap, size_kib=48)
     cold = "/root/seed"
     host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
-    zv(host, zverify, "cold", "send", "-q", "--snapshot", "s0", ds.name, cold)
+    zv(host, zverify, "cold", "send", "--no-progress", "--snapshot", "s0", ds.name, cold)
     for snap in ("s1", "s2"):
         zv(
             host,
             zverify,
             "cold",
             "send",
-            "-q",
+            "--no-progress",
             "--no-intermediate",
             "--snapshot",
             snap,
             ds.name,
             cold,
         )
-    zv(host, zverify, "cold", "send", "-q", ds.name, cold)
+    zv(host, zverify, "cold", "send", "--no-progress", ds.name, cold)
     guids = {s: guid(host, f"{ds.name}@{s}") for s in SNAPS}
     enc = ds.name.replace("/", "%2F")
     files = {
@@ -85,7 +85,7 @@ def test_seed_scenario_archives_checks_and_restores_all_ten(zfs_host, zverify_in
     assert kinds[files["full"]] == "full" and kinds[files["i01"]] == "incremental"
     assert kinds[files["I29"]] == "intermediate"
     target = f"{ds.name.split('/')[0]}/restored seed"
-    out = zv(host, zverify, "cold", "restore", "-q", cold, target)
+    out = zv(host, zverify, "cold", "restore", "--no-progress", cold, target)
     assert "restored" in out and "@s9" in out
     restored = host.run(
         ["zfs", "list", "-Hp", "-t", "snapshot", "-o", "name,guid", "-d", "1", target], check=True
@@ -150,7 +150,7 @@ def test_a_send_killed_with_sigkill_leaves_only_a_partial(zfs_host, zfs_pool, zv
     snap_with_data(host, ds, "b0", size_kib=96 * 1024)
     cold = "/root/killed"
     host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
-    send = shlex.join([*zverify, "cold", "send", "-q", ds.name, cold])
+    send = shlex.join([*zverify, "cold", "send", "--no-progress", ds.name, cold])
     script = (
         f"{send} & pid=$!; n=0; "
         f"while [ ! -s {cold}/*.partial ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done; "
@@ -162,7 +162,7 @@ def test_a_send_killed_with_sigkill_leaves_only_a_partial(zfs_host, zfs_pool, zv
     (partial,) = doc["files"]
     assert partial["kind"] == "partial" and partial["file"].endswith(".zfsfull.partial")
     assert doc["datasets"] == []  # never part of a chain
-    again = host.run([*zverify, "cold", "send", "-q", ds.name, cold])
+    again = host.run([*zverify, "cold", "send", "--no-progress", ds.name, cold])
     assert again.returncode == 2 and "interrupted" in again.stderr
 
 
@@ -181,9 +181,9 @@ def test_a_send_into_a_full_filesystem_leaves_the_archive_intact(
         check=True,
     )  # fmt: skip
     try:
-        zv(host, zverify, "cold", "send", "-q", ds.name, small)
+        zv(host, zverify, "cold", "send", "--no-progress", ds.name, small)
         snap_with_data(host, ds, "f1", size_kib=12 * 1024)  # more than the 6 MiB left
-        r = host.run([*zverify, "cold", "send", "-q", ds.name, small], timeout=600)
+        r = host.run([*zverify, "cold", "send", "--no-progress", ds.name, small], timeout=600)
         assert r.returncode == 2 and "No space left" in r.stderr, r.stderr
         left = host.run(["ls", "-A", small], check=True).stdout.split()
         assert not [n for n in left if n.endswith(".partial")]
@@ -223,7 +223,7 @@ def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
     ds, cold, _, files = seed
     arch = copy_of(host, cold, "prune")
     snap_with_data(host, ds, "s10", size_kib=48)
-    new = zv(host, zverify, "cold", "send", "-q", "--json", "--full", ds.name, arch)
+    new = zv(host, zverify, "cold", "send", "--no-progress", "--json", "--full", ds.name, arch)
     new_full = new["sent"]["file"]
     # the old chain first went on to @s10, so that its streams prove it older than the new full
     link = new["linked"]["file"]
@@ -252,7 +252,7 @@ def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
     left = [n for n in host.run(["ls", arch], check=True).stdout.split("\n") if n]
     assert left == [new_full, f"{new_full}.json"]
     target = f"{ds.name.split('/')[0]}/after prune"
-    zv(host, zverify, "cold", "restore", "-q", arch, target)
+    zv(host, zverify, "cold", "restore", "--no-progress", arch, target)
     assert guid(host, f"{target}@s10") == guid(host, f"{ds.name}@s10")
 
 
@@ -271,11 +271,11 @@ def test_encrypted_raw_and_compressed_sends_restore_by_guid(
     cold = f"/root/{kind}"
     host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
     flag = "--raw" if kind == "raw" else "--compressed"
-    zv(host, zverify, "cold", "send", "-q", flag, "--snapshot", "c0", ds.name, cold)
-    zv(host, zverify, "cold", "send", "-q", flag, ds.name, cold)
+    zv(host, zverify, "cold", "send", "--no-progress", flag, "--snapshot", "c0", ds.name, cold)
+    zv(host, zverify, "cold", "send", "--no-progress", flag, ds.name, cold)
     zv(host, zverify, "cold", "check", cold)
     target = f"{zfs_pool.name}/{kind}-back"
-    zv(host, zverify, "cold", "restore", "-q", cold, target)
+    zv(host, zverify, "cold", "restore", "--no-progress", cold, target)
     for snap in ("c0", "c1"):
         assert guid(host, f"{target}@{snap}") == guid(host, f"{ds.name}@{snap}")
     if kind == "raw":  # still encrypted, with no key loaded: received raw
@@ -295,18 +295,28 @@ def test_hold_moves_forward_and_prune_releases_it(zfs_host, zfs_pool, zverify_in
     cold = "/root/held"
     host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
     first = zv(
-        host, zverify, "cold", "send", "-q", "--json", "--hold", "--snapshot", "h0", ds.name, cold
+        host,
+        zverify,
+        "cold",
+        "send",
+        "--no-progress",
+        "--json",
+        "--hold",
+        "--snapshot",
+        "h0",
+        ds.name,
+        cold,
     )
     assert first["sent"]["hold"] == f"{ds.name}@h0" and "zverify-cold" in holds("h0")
-    zv(host, zverify, "cold", "send", "-q", "--hold", ds.name, cold)
+    zv(host, zverify, "cold", "send", "--no-progress", "--hold", ds.name, cold)
     assert "zverify-cold" in holds("h1") and "zverify-cold" not in holds("h0")  # moved on
     refused = host.run(["zfs", "destroy", f"{ds.name}@h1"])
     assert refused.returncode != 0  # the base of the next incremental cannot be destroyed
     snap_with_data(host, ds, "h2")
-    zv(host, zverify, "cold", "send", "-q", "--hold", "--full", ds.name, cold)
+    zv(host, zverify, "cold", "send", "--no-progress", "--hold", "--full", ds.name, cold)
     # the link to @h2 that --full archives first moved the hold on, as any incremental does
     assert "zverify-cold" not in holds("h1") and "zverify-cold" in holds("h2")
-    done = zv(host, zverify, "cold", "prune", "-q", "--json", "--yes", cold)
+    done = zv(host, zverify, "cold", "prune", "--no-progress", "--json", "--yes", cold)
     (d,) = done["datasets"]
     assert len(d["deleted"]) == 3 and d["released"] == []  # the old chain and its link
     assert "zverify-cold" in holds("h2")

@@ -34,10 +34,10 @@ def protected(zfs_host, zfs_module_pool, zverify_in_zfs_host):
         snap_with_data(host, ds, snap, size_kib=kib)
     cold = "/root/parity"
     host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
-    zv(host, zverify, "cold", "send", "-q", "--parity", str(PARITY), "--snapshot", "s0",
+    zv(host, zverify, "cold", "send", "--no-progress", "--parity", str(PARITY), "--snapshot", "s0",
        ds.name, cold)  # fmt: skip
     for snap in ("s1", "s2"):
-        zv(host, zverify, "cold", "send", "-q", "--no-intermediate", "--snapshot", snap,
+        zv(host, zverify, "cold", "send", "--no-progress", "--no-intermediate", "--snapshot", snap,
            ds.name, cold)  # fmt: skip
     guids = {s: guid(host, f"{ds.name}@{s}") for s in SNAPS}
     enc = ds.name.replace("/", "%2F")
@@ -119,11 +119,11 @@ def test_damage_within_capacity_is_repaired_and_the_chain_restores(
     doc = zv(host, zverify, "cold", "check", "--json", arch)
     assert sorted(doc["kept"]) == sorted(f"{n}.damaged" for n in files.values())
     target = f"{ds.name.split('/')[0]}/repaired restore"
-    out = zv(host, zverify, "cold", "restore", "-q", arch, target)
+    out = zv(host, zverify, "cold", "restore", "--no-progress", arch, target)
     assert "restored" in out and "@s2" in out
     assert restored_guids(host, target) == guids
     assert_same_snapshot(host, zverify, ds, target, "s2")
-    zv(host, zverify, "cold", "repair", "-q", "--yes", arch)
+    zv(host, zverify, "cold", "repair", "--no-progress", "--remove-damaged", arch)
     listing = host.run(["ls", arch], check=True).stdout.split()
     assert not [n for n in listing if n.endswith((".damaged", ".partial"))]
 
@@ -147,7 +147,7 @@ def test_damage_beyond_capacity_is_unrepairable_and_nothing_changes(
     assert sha256(host, full) == before
     assert host.run(["ls", arch], check=True).stdout.split() == listing  # nothing new, nothing gone
     target = f"{ds.name.split('/')[0]}/never repaired"
-    r = host.run([*zverify, "cold", "restore", "-q", arch, target])
+    r = host.run([*zverify, "cold", "restore", "--no-progress", arch, target])
     assert r.returncode == 1 and "cannot be restored" in r.stderr, r.stderr
     assert host.run(["zfs", "list", target]).returncode != 0  # nothing was received
 
@@ -158,9 +158,9 @@ def test_restore_with_repair_does_both_in_one_command(zfs_host, zverify_in_zfs_h
     arch = copy_of(host, cold, "restore-repair")
     flip_byte(host, f"{arch}/{files['full']}", 5000)
     target = f"{ds.name.split('/')[0]}/one command"
-    refused = host.run([*zverify, "cold", "restore", "-q", arch, target])
+    refused = host.run([*zverify, "cold", "restore", "--no-progress", arch, target])
     assert refused.returncode == 1 and "repairable from their parity" in refused.stderr
     assert host.run(["zfs", "list", target]).returncode != 0
-    out = zv(host, zverify, "cold", "restore", "-q", "--repair", arch, target)
+    out = zv(host, zverify, "cold", "restore", "--no-progress", "--repair", arch, target)
     assert "restored" in out
     assert restored_guids(host, target) == guids

@@ -111,13 +111,26 @@ def test_an_incremental_takes_the_flags_of_the_chain_it_extends(
         host.run(["zfs", "snapshot", f"{ds.name}@{snap}"], check=True)
     cold = "/root/cold-L"
     host.run(["sh", "-c", f"rm -rf {cold} && mkdir {cold}"], check=True)
-    zv(host, zverify, "cold", "send", "-q", "--large-block", "--snapshot", "l0", ds.name, cold)
-    refused = host.run([*zverify, "cold", "send", "-q", "--raw", ds.name, cold])
+    zv(
+        host,
+        zverify,
+        "cold",
+        "send",
+        "--no-progress",
+        "--large-block",
+        "--snapshot",
+        "l0",
+        ds.name,
+        cold,
+    )
+    refused = host.run([*zverify, "cold", "send", "--no-progress", "--raw", ds.name, cold])
     assert refused.returncode == 2 and "--raw" in refused.stderr and "-w" in refused.stderr
-    sent = zv(host, zverify, "cold", "send", "-q", "--json", ds.name, cold)["sent"]["file"]
+    sent = zv(host, zverify, "cold", "send", "--no-progress", "--json", ds.name, cold)["sent"][
+        "file"
+    ]
     info = zv(host, zverify, "stream", "info", "--json", f"{cold}/{sent}")
     assert all("LARGE_BLOCKS" in s["features"] for s in info["substreams"]), info
     target = f"{zfs_pool.name}/restored-L"
-    out = zv(host, zverify, "cold", "restore", "-q", cold, target)
+    out = zv(host, zverify, "cold", "restore", "--no-progress", cold, target)
     assert f"restored {target}@l1" in out
     assert guid(host, f"{target}@l1") == guid(host, f"{ds.name}@l1")

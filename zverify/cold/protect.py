@@ -94,27 +94,45 @@ def protect(report: ArchiveReport, percent: int) -> list[tuple[str, str, str]]:
     (intact parity, of any level), added, remade (damaged or foreign parity replaced) or left
     (the stream is not intact: parity is made from proven streams only).  The caller holds
     the archive exclusively.  Raises ColdError when parity cannot be made or removed."""
-    done = []
-    for f in report.files:
-        named = names.parse(os.path.basename(f.name)) is not None
-        if f.kind == "partial" or (f.archived is None and not named):
-            continue
-        # made in the stream's own directory (par2 names files relative to it)
-        directory = os.path.dirname(report.path(f.name)) or "."
-        done.append((f.name, *_protect_one(directory, f, percent)))
-    return done
+    return [(f.name, *_protect_one(_directory(report, f), f, percent)) for f in _streams(report)]
 
 
-def _protect_one(directory: str, f: FileReport, percent: int) -> tuple[str, str]:
+def planned(report: ArchiveReport, percent: int) -> list[tuple[str, str, str]]:
+    """What protect() would do (the same statuses), making nothing."""
+    return [(f.name, *_decide(f, percent)) for f in _streams(report)]
+
+
+def _streams(report: ArchiveReport) -> list[FileReport]:
+    """The files parity is for: every stream, and every file named as one."""
+    return [
+        f
+        for f in report.files
+        if f.kind != "partial"
+        and (f.archived is not None or names.parse(os.path.basename(f.name)) is not None)
+    ]
+
+
+def _directory(report: ArchiveReport, f: FileReport) -> str:
+    """The stream's own directory: parity is made there (par2 names files relative to it)."""
+    return os.path.dirname(report.path(f.name)) or "."
+
+
+def _decide(f: FileReport, percent: int) -> tuple[str, str]:
     if f.archived is None or f.identity is None:
         return "left", "not intact: parity is made from proven streams only (`cold repair`)"
     if f.parity is not None and not f.parity.problems:
         return "kept", f"{f.parity.percent or 0:.0f}% parity, intact"
-    status = "added" if f.parity is None else "remade"
-    if f.parity is not None:
-        _remove(directory, [os.path.basename(n) for n in f.parity.files])
-    add(directory, os.path.basename(f.name), f.identity, percent)
-    return status, f"{percent}% parity"
+    return ("added" if f.parity is None else "remade"), f"{percent}% parity"
+
+
+def _protect_one(directory: str, f: FileReport, percent: int) -> tuple[str, str]:
+    status, message = _decide(f, percent)
+    if status in ("added", "remade"):
+        assert f.identity is not None  # a stream proven intact (_decide)
+        if f.parity is not None:
+            _remove(directory, [os.path.basename(n) for n in f.parity.files])
+        add(directory, os.path.basename(f.name), f.identity, percent)
+    return status, message
 
 
 def _remove(directory: str, files: list[str]) -> None:

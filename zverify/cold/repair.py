@@ -63,6 +63,25 @@ def wanted(report: ArchiveReport, asked: list[str]) -> list[FileReport]:
     return [f for f in streams.values() if f.archived is None and f.parity is not None]
 
 
+def planned(report: ArchiveReport, asked: list[str]) -> list[Outcome]:
+    """What repair() would do to each stream wanted(), from the check's reading and par2's
+    verdict, repairing nothing: status intact, no-parity, unrepairable or repairable."""
+    found = []
+    for f in wanted(report, asked):
+        verdict = f.parity.repair if f.parity is not None else None
+        if f.archived is not None:
+            found.append(Outcome(f.name, "intact", "intact: nothing to repair"))
+        elif f.parity is None or not f.parity.usable:
+            why = "has no parity" if f.parity is None else "its parity protects another file"
+            found.append(Outcome(f.name, "no-parity", f"{why}: it cannot be repaired"))
+        elif verdict is not None and verdict.status == "unrepairable":
+            found.append(Outcome(f.name, "unrepairable", f"unrepairable: {describe(verdict)}"))
+        else:
+            how = describe(verdict) if verdict is not None else "par2 was not asked"
+            found.append(Outcome(f.name, "repairable", f"would be repaired ({how})"))
+    return found
+
+
 def _stream_named(
     report: ArchiveReport, streams: dict[str, FileReport], asked: str
 ) -> FileReport | None:

@@ -105,6 +105,28 @@ def send_to_archive(
     return SentFile(name, report.size, digest, keeper, report.compression, report.file_bytes)
 
 
+@dataclass(frozen=True)
+class PlannedFile:
+    """What `cold send --dry-run` would archive: nothing is sent or written."""
+
+    name: str
+    command: list[str]  # the `zfs send` command line
+    estimated_bytes: int  # what `zfs send -nvP` estimates
+
+
+def planned(
+    dataset: str,
+    plan: SendPlan,
+    flags: list[str],
+    compress: tuple[str, int | None] | None = None,
+) -> PlannedFile:
+    intermediate = plan.intermediate and plan.base is not None
+    name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
+    name += compressed.SUFFIXES[compress[0]] if compress else ""
+    args = send_args(dataset, plan, flags)
+    return PlannedFile(name, ["zfs", *args.argv()], ops.send_size(args))
+
+
 def _refuse_existing(final: str) -> None:
     if os.path.lexists(final):
         name, where = names.shown(os.path.basename(final)), os.path.dirname(final) or "."

@@ -1,6 +1,6 @@
-"""Rendering of `cold check`, `cold prune` and `cold clean`: text for people, JSON (GUIDs as
-decimal strings).  The JSON schemas are in docs/schema/ (cold-check, cold-send, cold-prune);
-`cold send` builds its document in cli/cold.py.
+"""Rendering of every cold command's result (zverify.cold.operations): text for people, whose
+last line is the verdict (-q prints only that line), and JSON (GUIDs as decimal strings)
+described by docs/schema/cold-*.schema.json.
 
 An archive directory may hold any name: in text, every name goes through pathnames'
 for_terminal (bytes that are not UTF-8 as \\xHH, a newline as \\n) and nothing else in a
@@ -10,20 +10,27 @@ escaped the same way and flagged "file_escaped" (docs/schema/README.md).
 
 import json
 import re
+import shlex
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
+from zverify import exitcodes
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
+from zverify.cold.operations import Cleaned, Protected, Pruned, Repaired, Restored, Result, Sent
 from zverify.cold.parity import Parity
-from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
+from zverify.cold.send import SentFile
 from zverify.sendstream.chain import Restorable
 
 CHECK_SCHEMA = "zverify.cold-check/1"
 SEND_SCHEMA = "zverify.cold-send/1"
+RESTORE_SCHEMA = "zverify.cold-restore/1"
 PRUNE_SCHEMA = "zverify.cold-prune/1"
+CLEAN_SCHEMA = "zverify.cold-clean/1"
+PARITY_SCHEMA = "zverify.cold-parity/1"
 REPAIR_SCHEMA = "zverify.cold-repair/1"
 
 
@@ -75,7 +82,7 @@ def _restorable(r: Restorable) -> str:
 
 
 def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
-    if report.exit_code == 2:
+    if report.exit_code == exitcodes.TROUBLE:
         unread = sum(not f.readable for f in report.files)
         return f"INCOMPLETE: {unread} file(s) could not be read"
     if not problems:
@@ -102,7 +109,7 @@ def check_json(report: ArchiveReport) -> str:
         "schema": CHECK_SCHEMA,
         "directory": report.directory,
         "places": [_name(p) for p in report.places or [report.directory]],
-        "valid": report.exit_code == 0,
+        "valid": report.exit_code == exitcodes.IDENTICAL,
         "exit_code": report.exit_code,
         "datasets": [
             {
@@ -200,13 +207,14 @@ def _problem_doc(p: Problem) -> dict[str, Any]:
 # -- prune ----------------------------------------------------------------------------------
 
 
-def prune_text(
-    decisions: list[DatasetPrune],
-    actions: dict[str, dict[str, Any]],
-    yes: bool,
-    blocked: str | None = None,
-    problems: list[Problem] | None = None,
-) -> str:
+def prune_text(r: Pruned) -> str:
+    decisions, actions, yes, blocked, problems = (
+        r.decisions,
+        r.actions,
+        r.yes,
+        r.blocked,
+        r.problems,
+    )
     lines = [] if decisions or not blocked else [f"REFUSED: {blocked}; nothing deleted"]
     for d in decisions:
         kept = ", ".join(shown(c.full) for c in d.keep) or "none"
@@ -237,16 +245,31 @@ def prune_text(
     if blocked and problems:
         lines.append("problems (`zverify cold check` tells more):")
         lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
+    lines.append(_prune_verdict(r))
     return _text(lines)
 
 
-def prune_json(
-    decisions: list[DatasetPrune],
-    actions: dict[str, dict[str, Any]],
-    yes: bool,
-    blocked: str | None = None,
-    problems: list[Problem] | None = None,
-) -> str:
+def _prune_verdict(r: Pruned) -> str:
+    files = sum(len(d.files) for d in r.decisions if not d.refused)
+    refused = sum(bool(d.refused) for d in r.decisions)
+    if r.blocked:
+        return "REFUSED: nothing deleted until `zverify cold check` is clean"
+    tail = f"; {refused} dataset(s) refused" if refused else ""
+    if not files:
+        return f"{'REFUSED' if refused else 'NOTHING TO PRUNE'}: nothing deleted{tail}"
+    if not r.yes:
+        return f"DRY RUN: {files} file(s) would be deleted{tail}"
+    return f"PRUNED: {files} file(s) deleted{tail}"
+
+
+def prune_json(r: Pruned) -> str:
+    decisions, actions, yes, blocked, problems = (
+        r.decisions,
+        r.actions,
+        r.yes,
+        r.blocked,
+        r.problems,
+    )
     done = {
         dataset: {k: [_name(n) for n in v] if k == "deleted" else v for k, v in action.items()}
         for dataset, action in actions.items()
@@ -278,10 +301,10 @@ def prune_json(
 # -- clean ----------------------------------------------------------------------------------
 
 
-def clean_text(directory: str, found: list[Leftover], yes: bool) -> str:
-    leftovers = [f for f in found if not f.left and not f.in_progress]
-    lines = [f"archive {directory}: {len(leftovers)} leftover(s) of interrupted sends"]
-    for f in found:
+def clean_text(r: Cleaned) -> str:
+    leftovers = [f for f in r.found if not f.left and not f.in_progress]
+    lines = [f"archive {r.places}: {len(leftovers)} leftover(s) of interrupted runs"]
+    for f in r.found:
         if f.left:
             lines.append(f"  left alone {shown(f.name)}: {f.left}")
         elif f.in_progress:
@@ -289,9 +312,40 @@ def clean_text(directory: str, found: list[Leftover], yes: bool) -> str:
         else:
             verb = "removed" if f.removed else "would remove"
             lines.append(f"  {verb} {shown(f.name)} ({f.bytes:,} bytes)")
-    if leftovers and not yes:
-        lines.append("dry run: nothing removed (--yes removes)")
+    left = sum(bool(f.left) for f in r.found)
+    alone = f"; {left} left alone" if left else ""
+    if leftovers and not r.yes:
+        lines.append(f"dry run: nothing removed (--yes removes){alone}")
+    else:
+        lines.append(f"{sum(f.removed for f in r.found)} removed{alone}")
     return _text(lines)
+
+
+def clean_json(r: Cleaned) -> str:
+    def status(f: Leftover) -> str:
+        if f.left:
+            return "left"
+        if f.in_progress:
+            return "in-progress"
+        return "removed" if f.removed else "would-remove"
+
+    return _dump(
+        {
+            "schema": CLEAN_SCHEMA,
+            "places": r.places,
+            "dry_run": not r.yes,
+            "exit_code": r.exit_code,
+            "leftovers": [
+                {
+                    **_file_key(f.name),
+                    "bytes": f.bytes,
+                    "status": status(f),
+                    "message": _message(f.left or f.in_progress or ""),
+                }
+                for f in r.found
+            ],
+        }
+    )
 
 
 # -- repair ----------------------------------------------------------------------------------
@@ -301,21 +355,31 @@ def repair_line(o: Outcome) -> str:
     return _text([f"{o.status:<9} {shown(o.name)}: {o.message}"])
 
 
-def repair_text(outcomes: list[Outcome], removed: list[str]) -> str:
-    lines = [f"removed   {shown(name)}" for name in removed]
-    kept = [o.kept for o in outcomes if o.kept and o.kept not in removed]
+def repair_text(r: Repaired) -> str:
+    """What follows the lines repair_line() wrote as each repair was done (a dry run: the
+    lines of what would be done)."""
+    lines = [repair_line(o).rstrip("\n") for o in r.outcomes] if r.dry_run else []
+    lines += [f"removed   {shown(name)}" for name in r.removed]
+    kept = [o.kept for o in r.outcomes if o.kept and o.kept not in r.removed]
     if kept:
-        lines.append(f"kept {len(kept)} damaged original(s): `--yes` removes them")
-    if not outcomes:
-        lines.append("nothing to repair")
+        lines.append(f"kept {len(kept)} damaged original(s): `--remove-damaged` removes them")
+    lines.append(_repair_verdict(r))
     return _text(lines)
 
 
-def repair_json(directory: str, outcomes: list[Outcome], removed: list[str], code: int) -> str:
+def _repair_verdict(r: Repaired) -> str:
+    if not r.outcomes:
+        return "nothing to repair"
+    counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(o.status for o in r.outcomes).items()))
+    return f"{'dry run: nothing repaired; ' if r.dry_run else ''}{counts}"
+
+
+def repair_json(r: Repaired) -> str:
     doc = {
         "schema": REPAIR_SCHEMA,
-        "directory": directory,
-        "exit_code": code,
+        "directory": r.places,
+        "dry_run": r.dry_run,
+        "exit_code": r.exit_code,
         "repairs": [
             {
                 **_file_key(o.name),
@@ -323,8 +387,167 @@ def repair_json(directory: str, outcomes: list[Outcome], removed: list[str], cod
                 "message": _message(o.message),
                 "kept": _name(o.kept) if o.kept else None,
             }
-            for o in outcomes
+            for o in r.outcomes
         ],
-        "removed": [_name(n) for n in removed],
+        "removed": [_name(n) for n in r.removed],
     }
+    return _dump(doc)
+
+
+# -- the verdict line (-q), warnings ----------------------------------------------------------
+
+
+def verdict_only(text: str) -> str:
+    """-q: the last line of a text rendering, which is always its verdict."""
+    lines = text.splitlines(keepends=True)
+    return lines[-1] if lines else ""
+
+
+def warnings(report: ArchiveReport) -> str:
+    """Send and restore go on beside what `cold check` would report: one line each."""
+    lines = [
+        f"zverify: warning: {p.kind} {shown(p.file)}: {p.message}" for p in report.all_problems
+    ]
+    return _text(lines)
+
+
+def _dump(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2) + "\n"
+
+
+# -- send -----------------------------------------------------------------------------------
+
+
+def send_text(r: Sent) -> str:
+    if r.planned is not None:
+        lines = [
+            f"would archive {shown(p.name)}: about {p.estimated_bytes:,} bytes "
+            f"({' '.join(map(shlex.quote, p.command))})"
+            for p in r.planned
+        ]
+        total = sum(p.estimated_bytes for p in r.planned)
+        lines.append(f"dry run: nothing sent; {len(r.planned)} file(s), about {total:,} bytes")
+        return _text(lines)
+    if not r.files:
+        return _text([f"nothing to send: {r.reason}"])
+    protected = f", {r.parity_percent}% parity" if r.parity_percent else ""
+    lines = [f"archived {shown(f.name)}: {f.bytes:,} bytes{protected}" for f in r.files]
+    lines[-1] += f" ({r.reason})"
+    return _text(lines)
+
+
+def send_json(r: Sent) -> str:
+    doc: dict[str, Any] = {"schema": SEND_SCHEMA}
+    if r.planned is not None:
+        doc["dry_run"] = True
+        doc["planned"] = [
+            {"file": _name(p.name), "command": p.command, "estimated_bytes": p.estimated_bytes}
+            for p in r.planned
+        ]
+    done = [_sent_doc(f, r) for f in r.files]
+    doc |= {"sent": done[-1] if done else None, "reason": r.reason}
+    if r.linked and len(done) == 2:
+        doc["linked"] = done[0]
+    return _dump(doc)
+
+
+def _sent_doc(f: SentFile, r: Sent) -> dict[str, Any]:
+    kept_by = "hold" if r.hold else "bookmark"
+    doc: dict[str, Any] = {
+        "file": _name(f.name),
+        "bytes": f.bytes,
+        "sha256": f.sha256,
+        kept_by: f.keeper,
+        "parity_percent": r.parity_percent,
+    }
+    if f.compression is not None:
+        doc |= {"compression": f.compression, "file_bytes": f.file_bytes}
+    return doc
+
+
+# -- restore --------------------------------------------------------------------------------
+
+
+def restore_text(r: Restored) -> str:
+    plan = r.plan
+    lines = [
+        f"restore {plan.dataset}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid}) into "
+        f"{plan.target}: {len(plan.files)} file(s), {plan.snapshot.bytes:,} bytes",
+        *(f"  {shown(name)}" for name in plan.files),
+    ]
+    if r.at is not None:
+        lines.append(f"restored {r.at}@{plan.snapshot.snapshot} (guid {plan.snapshot.guid})")
+    elif r.script is not None:
+        lines.append(f"wrote the receives to {r.script}: nothing received")
+    else:
+        lines.append("dry run: nothing received")
+    return _text(lines)
+
+
+def restore_json(r: Restored) -> str:
+    plan = r.plan
+    return _dump(
+        {
+            "schema": RESTORE_SCHEMA,
+            "dataset": plan.dataset,
+            "snapshot": {"name": plan.snapshot.snapshot, "guid": str(plan.snapshot.guid)},
+            "files": [_name(n) for n in plan.files],
+            "bytes": plan.snapshot.bytes,
+            "target": plan.target,
+            "dry_run": r.at is None,
+            "script": r.script,
+            "restored": f"{r.at}@{plan.snapshot.snapshot}" if r.at is not None else None,
+        }
+    )
+
+
+# -- parity ---------------------------------------------------------------------------------
+
+_WOULD = {"added": "would add", "remade": "would remake"}
+
+
+def parity_text(r: Protected) -> str:
+    width = 12 if r.dry_run else 9
+    lines = [
+        f"{(_WOULD.get(status, status) if r.dry_run else status):<{width}} {shown(name)}: {message}"
+        for name, status, message in r.done
+    ]
+    made = sum(status != "left" for _, status, _ in r.done)
+    summary = f"{made} stream(s) {'would be ' if r.dry_run else ''}protected"
+    summary += f", {r.left} left without" if r.left else ""
+    lines.append(f"dry run: nothing made; {summary}" if r.dry_run else summary)
+    return _text(lines)
+
+
+def parity_json(r: Protected) -> str:
+    return _dump(
+        {
+            "schema": PARITY_SCHEMA,
+            "dry_run": r.dry_run,
+            "percent": r.percent,
+            "exit_code": r.exit_code,
+            "streams": [
+                {**_file_key(name), "status": status, "message": _message(message)}
+                for name, status, message in r.done
+            ],
+        }
+    )
+
+
+_RENDER: dict[type, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
+    ArchiveReport: (check_text, check_json),
+    Sent: (send_text, send_json),
+    Restored: (restore_text, restore_json),
+    Pruned: (prune_text, prune_json),
+    Cleaned: (clean_text, clean_json),
+    Protected: (parity_text, parity_json),
+    Repaired: (repair_text, repair_json),
+}
+
+
+def render(result: Result, as_json: bool, quiet: bool) -> str:
+    """One cold command's result as JSON, as text, or (quiet) as its verdict line."""
+    text, doc = _RENDER[type(result)]
+    if as_json:
+        return doc(result)
+    return verdict_only(text(result)) if quiet else text(result)

@@ -5,6 +5,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from zverify import exitcodes
 from zverify.cutover.findings import Finding, Severity
 from zverify.cutover.result import CutoverResult, DatasetResult
 
@@ -66,7 +67,7 @@ def _verdict(result: CutoverResult) -> str:
     warnings = sum(f.severity is Severity.WARNING for f in result.findings)
     also = f"; {warnings} warning(s)" if warnings else ""
     scope = f"{len(result.datasets)} dataset(s){', content read' if result.content else ''}"
-    if result.exit_code == 2:
+    if result.exit_code == exitcodes.TROUBLE:
         unverified = sum(f.severity is Severity.UNVERIFIED for f in result.findings)
         return f"UNVERIFIED: {unverified} check(s) could not be made ({scope}){also}"
     if counted:

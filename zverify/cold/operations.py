@@ -1,0 +1,394 @@
+"""The cold commands as operations: each takes what the command line said, runs the whole
+workflow under the archive's lock (read, decide, act) and returns a result that knows its
+verdict (exit_code, through zverify.exitcodes).  Nothing here prints: cli/cold.py parses,
+makes one call and hands the result to zverify.report.cold.
+
+Long steps report progress through a Bars factory (bars(what, total) -> a context yielding
+a byte-count hook or None), and what a person should see while it happens (a warning about
+the archive, each repair as it is done) through Events, so that the caller decides where
+it goes and how it looks.
+"""
+
+import contextlib
+import os
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from zverify import exitcodes
+from zverify.cold import check, clean, names, protect, prune, repair, restore, send, sidecar
+from zverify.cold.check import ArchiveReport, ProgressHook
+from zverify.cold.clean import Leftover
+from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
+from zverify.cold.prune import DatasetPrune
+from zverify.cold.repair import Outcome
+from zverify.cold.restore import RestorePlan
+from zverify.cold.send import SentFile
+from zverify.cold.store import LocalStore
+from zverify.errors import UnrestorableError
+from zverify.zfs import inventory
+
+Hook = Callable[[int], None]
+Bars = Callable[[str, int | None], AbstractContextManager[Hook | None]]
+
+
+def no_bars(_what: str, _total: int | None) -> AbstractContextManager[Hook | None]:
+    return contextlib.nullcontext(None)
+
+
+@dataclass
+class Events:
+    """What happens while an operation runs, for the caller to show at once."""
+
+    archive_read: Callable[[ArchiveReport], None] = lambda _report: None
+    repaired: Callable[[Outcome], None] = lambda _outcome: None
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+@dataclass
+class Sent:
+    dataset: str
+    reason: str
+    files: list[SentFile] = field(default_factory=list)  # the link (if any) first
+    linked: bool = False  # files[0] is the link a new full was preceded by
+    hold: bool = False
+    parity_percent: int = 0
+    planned: list[send.PlannedFile] | None = None  # --dry-run: what would be sent
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=False, different=False)  # failures raise
+
+
+@dataclass
+class Restored:
+    plan: RestorePlan
+    at: str | None = None  # the dataset the snapshot was restored into; None: not received
+    dry_run: bool = False
+    script: str | None = None  # the sh script written (--script), instead of receiving
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=False, different=False)  # refusals raise
+
+
+@dataclass
+class Pruned:
+    decisions: list[DatasetPrune]
+    actions: dict[str, dict[str, Any]]
+    yes: bool
+    blocked: str | None
+    problems: list[check.Problem]
+    archive_code: int  # the check's verdict on the archive read just now
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.blocked) or any(d.refused for d in self.decisions)
+
+    @property
+    def exit_code(self) -> int:
+        # a refusal because something could not be read is "not verified", not "refused"
+        unread = self.refused and self.archive_code == exitcodes.TROUBLE
+        return exitcodes.verdict(unverified=unread, different=self.refused)
+
+
+@dataclass
+class Cleaned:
+    places: str
+    found: list[Leftover]
+    yes: bool
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=False, different=any(f.left for f in self.found))
+
+
+@dataclass
+class Protected:
+    done: list[tuple[str, str, str]]  # (stream, status, message)
+    percent: int
+    dry_run: bool
+
+    @property
+    def left(self) -> int:
+        return sum(status == "left" for _, status, _ in self.done)
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=False, different=bool(self.left))
+
+
+# outcome statuses: failed could not be carried out (not verified); these found a stream
+# that cannot be repaired
+_CANNOT = {"unrepairable", "no-parity"}
+
+
+@dataclass
+class Repaired:
+    places: str
+    outcomes: list[Outcome]
+    removed: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(
+            unverified=any(o.status == "failed" for o in self.outcomes),
+            different=any(o.status in _CANNOT for o in self.outcomes),
+        )
+
+
+Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repaired
+
+
+# -- operations ---------------------------------------------------------------------------
+
+
+def read_archive(
+    store: LocalStore | str, dataset: str | None = None, progress: ProgressHook | None = None
+) -> ArchiveReport:
+    """check_archive(); a place that cannot be listed is ArchiveError (exit 2), named."""
+    return check.check_archive(store, dataset, progress)
+
+
+def check_places(
+    store: LocalStore, dataset: str | None, wait: float, bars: Bars = no_bars
+) -> ArchiveReport:
+    with store.lock("read", wait), bars("checking", None) as hook:
+        return read_archive(store, dataset, _per_file(hook))
+
+
+def _per_file(hook: Hook | None) -> ProgressHook | None:
+    """check's hook is (file, bytes of it); a bar counts bytes."""
+    if hook is None:
+        return None
+    return lambda _name, n: hook(n)
+
+
+@dataclass(frozen=True)
+class SendOptions:
+    snapshot: str | None = None
+    full: bool = False
+    intermediate: bool = True
+    zfs_flags: dict[str, bool] = field(default_factory=dict)  # raw, compressed, ...
+    hold: bool = False
+    parity: int | None = None  # None: the archive's level
+    compress: tuple[str, int | None] | None = None  # (zstd, gzip or xz, level or None)
+    dry_run: bool = False
+
+
+def send_next(
+    dataset: str,
+    directory: str,
+    options: SendOptions,
+    wait: float,
+    bars: Bars = no_bars,
+    events: Events | None = None,
+) -> Sent:
+    """Archive the next stream of dataset (a link first, before a new full), or with
+    dry_run say what would be sent and how big `zfs send -nvP` estimates it."""
+    events = events or Events()
+    with _locked(directory, "read" if options.dry_run else "write", wait):
+        archive = read_archive(directory, dataset)
+        events.archive_read(archive)
+        chosen = plan_send(
+            archive.plans.get(dataset),
+            inventory.snapshots(dataset),
+            options.snapshot,
+            options.full,
+            options.intermediate,
+        )
+        if isinstance(chosen, NothingToSend):
+            return Sent(dataset, chosen.reason)
+        percent = parity_level(archive, options.parity)
+        steps = [p for p in (chosen.link, chosen) if p is not None]
+        result = Sent(dataset, chosen.reason, linked=chosen.link is not None)
+        result.hold, result.parity_percent = options.hold, percent
+        if options.dry_run:
+            result.planned = [
+                send.planned(dataset, s, _flags(s, options), options.compress) for s in steps
+            ]
+            return result
+        for step in steps:
+            with bars("sending", None) as hook:
+                result.files.append(
+                    send.send_to_archive(
+                        dataset, directory, step, _flags(step, options), hook, options.hold,
+                        percent, options.compress,
+                    )
+                )  # fmt: skip
+    return result
+
+
+def _flags(step: SendPlan, options: SendOptions) -> list[str]:
+    return [send.FLAGS[k] for k, on in flags_for(step, options.zfs_flags).items() if on]
+
+
+def parity_level(archive: ArchiveReport, asked: int | None) -> int:
+    """--parity, else the archive's own level (so that a cron job keeps it), else none."""
+    return asked if asked is not None else archive.parity_level or 0
+
+
+def _locked(directory: str, how: str, wait: float) -> AbstractContextManager[None]:
+    return LocalStore([directory]).lock(how, max(0.0, wait))
+
+
+@dataclass(frozen=True)
+class RestoreOptions:
+    snapshot: str | None = None
+    dataset: str | None = None
+    repair_first: bool = False
+    dry_run: bool = False
+    script: str | None = None  # write the receives to this file instead of receiving
+
+
+def restore_snapshot(
+    store: LocalStore,
+    target: str,
+    options: RestoreOptions,
+    wait: float,
+    bars: Bars = no_bars,
+    events: Events | None = None,
+) -> Restored:
+    """Plan, verify every file, receive and prove by GUID (or only plan, or only write the
+    script).  Raises UnrestorableError (exit 1) when the archive cannot, with a hint when
+    its parity can repair what is in the way."""
+    events = events or Events()
+    # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
+    with store.lock("delete" if options.repair_first else "read", wait):
+        report = read_archive(store, options.dataset)
+        if options.repair_first and _repair_all(store, report, [], events):
+            report = read_archive(store, options.dataset)
+        events.archive_read(report)
+        with _hint_repair(store, report):
+            plan = restore.plan_restore(report, target, options.snapshot)
+        result = Restored(plan, dry_run=options.dry_run)
+        if options.script is not None:
+            result.script = options.script
+            with open(options.script, "w", errors="surrogateescape") as f:
+                f.write(restore.script(plan, report))
+        if options.dry_run or options.script is not None:
+            return result
+        restore.check_target(target)
+        with _hint_repair(store, report):
+            restore.verify_files(plan, report)
+        with bars("receiving", plan.snapshot.bytes) as hook:
+            restore.receive_all(plan, report, hook)
+    result.at = restore.restored_at(plan, report)
+    return result
+
+
+@contextlib.contextmanager
+def _hint_repair(store: LocalStore, report: ArchiveReport) -> Iterator[None]:
+    """A refused restore says so when the archive's parity can repair what is in the way."""
+    try:
+        yield
+    except UnrestorableError as err:
+        fixable = [
+            f.name
+            for f in report.files
+            if f.parity and f.parity.repair and f.parity.repair.status == "repairable"
+        ]
+        if not fixable:
+            raise
+        listed = ", ".join(map(names.shown, fixable))
+        raise UnrestorableError(
+            f"{err}; repairable from their parity: {listed} (`zverify cold repair "
+            f"{_places(store)}`, or restore --repair)"
+        ) from None
+
+
+def _places(store: LocalStore) -> str:
+    """The places as they would be typed again (with --recursive when it was given)."""
+    places = " ".join(shlex.quote(p) for p in store.places)
+    return f"--recursive {places}" if store.recursive else places
+
+
+def prune_chains(
+    store: LocalStore,
+    dataset: str | None,
+    keep_chains: int,
+    yes: bool,
+    scratch: str | None,
+    wait: float,
+    bars: Bars = no_bars,
+) -> Pruned:
+    """Decide from every byte read just now; with yes, act on each decision that may."""
+    # with yes, the archive to itself from the proof to the last deletion
+    with store.lock("delete" if yes else "read", wait):
+        with bars("verifying", None) as hook:
+            report = read_archive(store, dataset, _per_file(hook))
+        decisions = prune.plan_prune(report, keep_chains)
+        actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
+        if yes:
+            for d in decisions:
+                if d.files and d.refused is None:
+                    actions[d.dataset] = _prune_one(store, report, d, scratch)
+    why_not = prune.blocked(report)
+    return Pruned(decisions, actions, yes, why_not, report.all_problems, report.exit_code)
+
+
+def _prune_one(
+    store: LocalStore, report: ArchiveReport, d: DatasetPrune, scratch: str | None
+) -> dict[str, object]:
+    if scratch is not None:
+        prune.trial_receive(report, d, scratch)
+    deleted = prune.delete_files(store, d, report)
+    released, note = prune.release_keepers(d)
+    return {"deleted": deleted, "released": released, "note": note}
+
+
+def clean_places(store: LocalStore, yes: bool, wait: float) -> Cleaned:
+    with store.lock("delete" if yes else "read", wait):
+        found = clean.clean(store, yes)
+    return Cleaned(store.shown, found, yes)
+
+
+def protect_streams(
+    store: LocalStore, percent: int | None, dry_run: bool, wait: float, bars: Bars = no_bars
+) -> Protected:
+    """Parity for every intact stream (or with dry_run, what would be made)."""
+    with store.lock("read" if dry_run else "delete", wait):
+        with bars("checking", None) as hook:
+            report = read_archive(store, None, _per_file(hook))
+        level = parity_level(report, percent) or protect.DEFAULT_PERCENT
+        done = (protect.planned if dry_run else protect.protect)(report, level)
+    return Protected(done, level, dry_run)
+
+
+def repair_streams(
+    store: LocalStore,
+    asked: list[str],
+    remove_damaged: bool,
+    dry_run: bool,
+    wait: float,
+    bars: Bars = no_bars,
+    events: Events | None = None,
+) -> Repaired:
+    """Repair what was asked (default every damaged stream with parity); with
+    remove_damaged, then remove the originals of streams proven in this run."""
+    events = events or Events()
+    with store.lock("read" if dry_run else "delete", wait):
+        with bars("checking", None) as hook:
+            report = read_archive(store, None, _per_file(hook))
+        if dry_run:
+            return Repaired(store.shown, repair.planned(report, asked), dry_run=True)
+        outcomes = _repair_all(store, report, asked, events)
+        removed = repair.drop_damaged(store, report, outcomes) if remove_damaged else []
+    return Repaired(store.shown, outcomes, removed)
+
+
+def _repair_all(
+    store: LocalStore, report: ArchiveReport, asked: list[str], events: Events
+) -> list[Outcome]:
+    outcomes = []
+    for f in repair.wanted(report, asked):
+        here, name = store.directory_of(f.name), os.path.basename(f.name)
+        outcome = repair.repair(store, f, sidecar.read_object(here, name))
+        events.repaired(outcome)
+        outcomes.append(outcome)
+    return outcomes
