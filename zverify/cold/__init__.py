@@ -1,5 +1,7 @@
 """`zverify cold`: ZFS send streams archived as files on cold storage.
 
+operations (one function per command: lock, read, decide, act, and a result that knows its
+exit code; cli/cold.py calls it, report/cold.py renders it), store (where the files are),
 names (the file-name convention and the suffixes of what lies beside the streams), entries (an
 archive directory's entries, never trusted nor followed), check (read every file, rebuild
 every chain by GUID), sidecar (the NAME.json format: written by send, read by check and
