@@ -72,3 +72,22 @@ def test_zfs_only_through_typed_verbs() -> None:
             ):
                 raw.append(f"{path.name}: {node.module}")
     assert raw == []
+
+
+def _is_int(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def test_exit_codes_only_through_the_one_rule() -> None:
+    """cli/cold.py and report/cold.py neither return nor compare a literal exit code: each
+    result's exit_code comes from zverify.exitcodes (aesthetics review 3, change 2)."""
+    root = COLD.parent
+    literal = []
+    for path in (root / "cli" / "cold.py", root / "report" / "cold.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Return) and _is_int(node.value):
+                literal.append(f"{path.name}:{node.lineno} returns a literal")
+            elif isinstance(node, ast.Compare) and "exit_code" in ast.unparse(node):
+                numbers = [c for c in node.comparators if _is_int(c)]
+                literal += [f"{path.name}:{node.lineno} compares with a literal" for _ in numbers]
+    assert literal == []
