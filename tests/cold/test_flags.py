@@ -167,3 +167,14 @@ def test_send_dry_run_plans_with_the_estimate(tmp_path: Path) -> None:
     assert (zfs.state / "dry-runs").read_text().startswith("send -nvP")
     text = run("cold", "send", "-n", "zv/fs", str(root), env=zfs.env())
     assert text.returncode == 0 and text.stdout.splitlines()[-1].startswith("dry run: nothing sent")
+    quiet = run("cold", "send", "-n", "-q", "zv/fs", str(root), env=zfs.env())
+    assert quiet.returncode == 0 and quiet.stdout == text.stdout.splitlines(keepends=True)[-1]
+
+
+def test_clean_says_when_there_is_nothing_to_remove(tmp_path: Path) -> None:
+    root = archive(tmp_path)
+    done = run("cold", "clean", "-q", "--yes", str(root), env=plain_env())
+    assert (done.returncode, done.stdout) == (0, "nothing to remove\n")
+    (root / f"{INC}.partial").write_bytes(b"left by a killed send")
+    done = run("cold", "clean", "-q", "--yes", str(root), env=plain_env())
+    assert (done.returncode, done.stdout) == (0, "removed 1 leftover(s)\n")

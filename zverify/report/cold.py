@@ -314,10 +314,13 @@ def clean_text(r: Cleaned) -> str:
             lines.append(f"  {verb} {shown(f.name)} ({f.bytes:,} bytes)")
     left = sum(bool(f.left) for f in r.found)
     alone = f"; {left} left alone" if left else ""
+    removed = sum(f.removed for f in r.found)
     if leftovers and not r.yes:
         lines.append(f"dry run: nothing removed (--yes removes){alone}")
+    elif removed:
+        lines.append(f"removed {removed} leftover(s){alone}")
     else:
-        lines.append(f"{sum(f.removed for f in r.found)} removed{alone}")
+        lines.append(f"nothing to remove{alone}")
     return _text(lines)
 
 
