@@ -190,12 +190,20 @@ def test_names_that_contradict_the_stream_are_still_reported(tmp_path: Path) -> 
            "fs@s1-@s9.zfsinc": "incr_fs_s1_s2.zstream",  # other snapshots
            "other@s1.zfsfull": "full_fs_s1.zstream",  # another dataset
            "s@s1.zfsfull": "full_fs_s1.zstream",  # `s` is not a trailing part of zv/fs
-           "fs@s0-@s1.zfsinc": "full_fs_s1.zstream"},  # a full named incremental
+           "fs@s0-@s1.zfsinc": "full_fs_s1.zstream",  # a full named incremental
+           "zv%2ffs@s1.zfsfull": "full_fs_s1.zstream",  # lower-case escapes: consistent
+           "child@s2.zfsfull": "replicate_R_fs_s2.zstream"},  # a -R package of zv/fs
     )  # fmt: skip
     code, doc = check(root)
     lies = {f for f, k in problems(doc) if k == "name-mismatch"}
     assert code == 1
-    assert lies == {"fs@s1-@s9.zfsinc", "other@s1.zfsfull", "s@s1.zfsfull", "fs@s0-@s1.zfsinc"}
+    assert lies == {
+        "fs@s1-@s9.zfsinc",
+        "other@s1.zfsfull",
+        "s@s1.zfsfull",
+        "fs@s0-@s1.zfsinc",
+        "child@s2.zfsfull",
+    }
 
 
 @pytest.mark.parametrize("suffix", [".zst", ".gz", ".xz", ".lz4", ".zstd"])

@@ -361,13 +361,15 @@ def _contradictions(
     claimed: names.ParsedName, steps: tuple[Step, ...], snapshot_of: dict[tuple[str, int], str]
 ) -> list[str]:
     """What in the stream contradicts its name.  A -R package carries several datasets and is
-    named by its top one: the name is held against the topmost dataset it names (`setname`
-    names `pool/setname`, and also a child `pool/setname/x/setname`: the top one speaks)."""
+    named by its top one (`setname` may also name a child `pool/setname/x/setname`: the top
+    one speaks); a package named by one of its children only is a contradiction."""
     datasets = list(dict.fromkeys(s.dataset for s in steps))
     named = [d for d in datasets if names.names_dataset(claimed.dataset, d)]
     if not named:
         return [f"is of {', '.join(datasets)}"]
-    top = min(named, key=lambda d: (d.count("/"), d))
+    top = min(datasets, key=lambda d: (d.count("/"), d))
+    if top not in named:
+        return [f"is a package of {top}, not of its child {min(named)}"]
     own = [s for s in steps if s.dataset == top]
     first, last = own[0], own[-1]
     found = []

@@ -52,8 +52,13 @@ def encode_dataset(dataset: str) -> str:
     return dataset.replace("%", "%25").replace("/", "%2F").replace("@", "%40")
 
 
+_ESCAPED = re.compile(r"%(25|2[Ff]|40)")
+
+
 def decode_dataset(text: str) -> str:
-    return text.replace("%40", "@").replace("%2F", "/").replace("%25", "%")
+    """In one pass (so that "%252F" stays "%2F"), and in either case: "%2f" is how some
+    tools percent-encode, and a name is only a hint."""
+    return _ESCAPED.sub(lambda m: bytes.fromhex(m[1]).decode(), text)
 
 
 def parse(name: str) -> ParsedName | None:
