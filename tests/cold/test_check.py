@@ -269,6 +269,25 @@ def test_unreadable_archive_or_file_is_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "INCOMPLETE" in done.stdout and "unreadable" in done.stdout
 
 
+def test_an_unreadable_sidecar_is_exit_2_not_a_mismatch(tmp_path: Path) -> None:
+    """A sidecar that cannot be read leaves the archive not verified (exit 2), as any file
+    that cannot be read does; one read and wrong stays sidecar-mismatch (exit 1)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop CAP_DAC_OVERRIDE (a mode-0 file is readable by root)")
+    root = archive(tmp_path, FULL_S1)
+    (root / f"{FULL_S1}.json").write_text("{}")
+    os.chmod(root / f"{FULL_S1}.json", 0)
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    done = subprocess.run(
+        [*drop, console_script(), "cold", "check", "--json", str(root)],
+        capture_output=True,
+        text=True,
+    )
+    doc = json.loads(done.stdout)
+    assert done.returncode == 2 and problems(doc) == {(FULL_S1, "unreadable")}, done.stdout
+    assert set(restorable(doc)) == {"s1"}  # the stream itself was read and is intact
+
+
 def test_check_needs_no_zfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no zfs, no zpool
     report = check_archive(str(archive(tmp_path, FULL_S1, INC_S1_S2)))

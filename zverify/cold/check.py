@@ -38,6 +38,9 @@ from zverify.sendstream.validate import StreamReport, Substream, verify_stream
 ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 
 
+UNVERIFIED = ("unreadable", "changed")  # problem kinds that leave something not verified
+
+
 @dataclass(frozen=True)
 class Problem:
     file: str
@@ -92,7 +95,11 @@ class ArchiveReport:
 
     @property
     def exit_code(self) -> int:
-        unread = any(not f.readable for f in self.files)
+        # a sidecar or parity file that could not be read leaves its stream readable, and
+        # the archive not verified all the same
+        unread = any(not f.readable for f in self.files) or any(
+            p.kind in UNVERIFIED for p in self.all_problems
+        )
         return exitcodes.verdict(unverified=unread, different=bool(self.all_problems))
 
 
@@ -395,7 +402,7 @@ def _check_sidecars(
             actual = sidecar.facts(f.archived, f.size, f.kind)
             wrong = sidecar.mismatch(path, sidecars[f.name + SIDECAR], actual)
             if wrong is not None:
-                f.problems.append(Problem(f.name, "sidecar-mismatch", wrong))
+                f.problems.append(Problem(f.name, *wrong))
     streams = {f.name for f in files}
     return [
         Problem(

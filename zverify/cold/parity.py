@@ -112,12 +112,10 @@ def _scan(directory: str, out: Parity, files: dict[str, Identity]) -> packets.Sc
                 fds.append((name, entries.open_regular(os.path.join(directory, name), files[name])))
             except (OSError, entries.Changed) as err:
                 why = err.strerror if isinstance(err, OSError) else str(err)
-                out.problems.append(
-                    ("parity-damaged", f"{names.shown(name)} cannot be read: {why}")
-                )
+                out.problems.append(("unreadable", f"{names.shown(name)} cannot be read: {why}"))
         return packets.scan(fds)
     except OSError as err:
-        out.problems.append(("parity-damaged", f"its parity cannot be read: {err.strerror}"))
+        out.problems.append(("unreadable", f"its parity cannot be read: {err.strerror}"))
         return None
     finally:
         for _name, fd in fds:
@@ -176,7 +174,7 @@ def _same_file(
             os.close(fd)
     except (OSError, entries.Changed) as err:
         why = err.strerror if isinstance(err, OSError) else str(err)
-        out.problems.append(("parity-damaged", f"the stream cannot be read again: {why}"))
+        out.problems.append(("unreadable", f"the stream cannot be read again: {why}"))
         return
     if hashlib.md5(head, usedforsecurity=False).digest() != described.md5_16k:
         out.problems.append(("parity-mismatch", "its parity protects other bytes (first 16 KiB)"))

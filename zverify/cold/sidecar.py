@@ -88,21 +88,24 @@ def facts(archived: ArchivedFile, size: int, kind: str) -> dict[str, object]:
     }
 
 
-def mismatch(path: str, expect: Identity, actual: dict[str, object]) -> str | None:
-    """How the sidecar at path disagrees with its stream's facts, in words, or None.  A key
-    it does not have is no disagreement: its sha256 is for tools without zverify (the
-    stream's own checksums cover every byte)."""
+def mismatch(path: str, expect: Identity, actual: dict[str, object]) -> tuple[str, str] | None:
+    """(kind, message): how the sidecar at path disagrees with its stream's facts, or None.
+    A key it does not have is no disagreement: its sha256 is for tools without zverify (the
+    stream's own checksums cover every byte).  A sidecar that cannot be read is "unreadable"
+    (no verdict on it: exit 2), one read but not what it should be "sidecar-mismatch"."""
     name = names.shown(os.path.basename(path))
     try:
         doc = read(path, expect)
-    except (OSError, ValueError, entries.Changed) as err:
+    except (OSError, entries.Changed) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else err
-        return f"{name} cannot be read: {why}"
+        return "unreadable", f"{name} cannot be read: {why}"
+    except ValueError as err:  # read, and not JSON (or nested past any sidecar's depth)
+        return "sidecar-mismatch", f"{name} cannot be read: {err}"
     if not isinstance(doc, dict):
-        return f"{name} is not a JSON object"
+        return "sidecar-mismatch", f"{name} is not a JSON object"
     wrong = [
         f"{key} {doc[key]!r} (the stream: {value!r})"
         for key, value in actual.items()
         if key in doc and doc[key] != value
     ]
-    return f"{name} says {'; '.join(wrong)}" if wrong else None
+    return ("sidecar-mismatch", f"{name} says {'; '.join(wrong)}") if wrong else None
