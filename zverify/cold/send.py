@@ -33,7 +33,7 @@ from typing import Any
 from zverify.cold import entries, lock, names, protect, sidecar
 from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
-from zverify.cold.workdir import fsync_dir
+from zverify.cold.store import LocalStore, Unsynced, Writer, refuse_existing
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream import compressed
 from zverify.sendstream.validate import StreamReport, verify_stream
@@ -71,26 +71,26 @@ def send_to_archive(
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
     name += compressed.SUFFIXES[compress[0]] if compress else ""
     final = os.path.join(directory, name)
-    _refuse_existing(final)
+    refuse_existing(final)
     args = send_args(dataset, plan, flags)
-    partial = final + names.PARTIAL
-    fd, mine = _create_exclusive(directory, partial)
+    # the store writes NAME.partial and renames it; the proofs are made here, before that
+    w = _writer(LocalStore([directory]), name)
+    partial = w.partial
     try:
-        report = _send_and_validate(args, fd, partial, progress, compress)
-        report = _prove(report, plan, fd, partial, packed=compress is not None)
-        _io("fsync of", partial, os.fsync, fd)
-        digest = _sha256(fd, partial)
-        closing, fd = fd, -1
-        _io("closing", partial, os.close, closing)  # NFS reports write errors here
-        _refuse_existing(final)
-        _io("renaming into place", partial, os.rename, partial, final)
+        report = _send_and_validate(args, w.fd, partial, progress, compress)
+        report = _prove(report, plan, w.fd, partial, packed=compress is not None)
+        w.sync()
+        digest = _sha256(w.fd, partial)
+        w.commit()
+    except Unsynced as err:
+        sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
+        raise ColdError(f"{sent}, but {err}") from None
     except BaseException as err:
-        left = _discard(fd, partial, mine)
+        left = w.discard()
         if left and isinstance(err, ZverifyError):
             raise ColdError(f"{err}; {left}") from None
         raise
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
-    _io(f"{sent}, but the fsync of the directory", directory, fsync_dir, directory)
     missing = _write_sidecar(final, dataset, plan, args.argv(), report, digest)
     if parity_percent:
         unprotected = _write_parity(directory, name, parity_percent)
@@ -127,12 +127,6 @@ def planned(
     return PlannedFile(name, ["zfs", *args.argv()], ops.send_size(args))
 
 
-def _refuse_existing(final: str) -> None:
-    if os.path.lexists(final):
-        name, where = names.shown(os.path.basename(final)), os.path.dirname(final) or "."
-        raise ColdError(f"{name} already exists in {where}: refusing to overwrite it")
-
-
 def _io(doing: str, path: str, call: Callable[..., Any], *args: Any) -> Any:
     """call(*args); an OSError becomes one line naming what was done to which file."""
     try:
@@ -147,22 +141,13 @@ def send_args(dataset: str, plan: SendPlan, flags: list[str]) -> ops.SendArgs:
     return ops.SendArgs(f"{dataset}@{plan.to.name}", base, plan.intermediate, tuple(flags))
 
 
-def _create_exclusive(directory: str, path: str) -> tuple[int, Identity]:
-    """NAME.partial, new (never an existing file, never through a symlink), flock()ed."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+def _writer(store: LocalStore, key: str) -> Writer:
+    """NAME.partial, new; one that exists is a running send's or a leftover: said which."""
     try:
-        fd = os.open(path, flags, 0o600)
+        return store.writer(key)
     except FileExistsError:
-        raise ColdError(_existing_partial(directory, path)) from None
-    except OSError as err:
-        raise ColdError(f"cannot create {names.shown(path)}: {err.strerror}") from None
-    try:
-        lock.hold_partial(fd)
-        return fd, Identity.of(os.fstat(fd))
-    except OSError as err:
-        os.close(fd)
-        os.unlink(path)
-        raise ColdError(f"cannot lock {names.shown(path)}: {err.strerror}") from None
+        path = store.local_path(key) + names.PARTIAL
+        raise ColdError(_existing_partial(store.directory_of(key), path)) from None
 
 
 def _existing_partial(directory: str, path: str) -> str:
@@ -279,24 +264,17 @@ def _write_sidecar(
     stream (never over an existing entry).  Returns what went wrong, in words, or None: a
     sidecar is never needed to restore, so its failure does not undo the archived stream."""
     doc = sidecar.document(dataset, plan, argv, report, digest, ops.version())
-    directory = os.path.dirname(final) or "."
-    target = final + names.SIDECAR
-    tmp = target + names.PARTIAL
     data = (json.dumps(doc, indent=2) + "\n").encode()
-    fd, mine = -1, None
+    directory, name = os.path.split(final)
+    w: Writer | None = None
     try:
-        fd, mine = _create_exclusive(directory, tmp)
+        w = _writer(LocalStore([directory or "."]), name + names.SIDECAR)
         view = memoryview(data)
         while view:
-            view = view[_io("writing", tmp, os.write, fd, view) :]
-        _io("fsync of", tmp, os.fsync, fd)
-        closing, fd = fd, -1
-        _io("closing", tmp, os.close, closing)
-        _refuse_existing(target)
-        _io("renaming into place", tmp, os.rename, tmp, target)
-        _io("fsync of the directory", directory, fsync_dir, directory)
+            view = view[_io("writing", w.partial, os.write, w.fd, view) :]
+        w.commit()
     except ColdError as err:
-        left = _discard(fd, tmp, mine) if mine is not None else None
+        left = w.discard() if w is not None else None
         return f"its sidecar was not written: {err}{f'; {left}' if left else ''}"
     return None
 
@@ -338,31 +316,3 @@ def _hold(dataset: str, plan: SendPlan) -> str:
         if HOLD_TAG in ops.holds(base):
             ops.release([base], HOLD_TAG)
     return snapshot
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _discard(fd: int, path: str, mine: Identity) -> str | None:
-    """Close (if still open) and remove this run's .partial; what is left behind, in words,
-    when it cannot be removed (never a file that is not the one this run created)."""
-    if fd >= 0:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    try:
-        if not mine.same_file(os.lstat(path)):
-            return None  # not ours any more: never removed
-        os.unlink(path)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        return (
-            f"{names.shown(path)} could not be removed ({err.strerror}): no command counts it "
-            "as a stream; `zverify cold clean --yes` removes it"
-        )
-    return None

@@ -60,7 +60,7 @@ class Store(Protocol):
     def entries(self) -> list[Entry]: ...
     def open_read(self, key: str, expect: Identity | None = None) -> int: ...
     def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
-    def writer(self, key: str) -> "contextlib.AbstractContextManager[Writer]": ...
+    def writer(self, key: str) -> "Writer": ...
     def delete(self, key: str, expect: Identity) -> None: ...
     def lock(self, how: str, wait: float = 0) -> "contextlib.AbstractContextManager[None]": ...
     def local_path(self, key: str) -> str: ...
@@ -173,15 +173,10 @@ class LocalStore:
 
     # -- changing -------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def writer(self, key: str) -> Iterator["Writer"]:
+    def writer(self, key: str) -> "Writer":
         """A new NAME.partial (exclusive, flock()ed: `cold check` tells it from a leftover),
-        renamed to NAME by Writer.commit(); removed if the block ends without commit."""
-        w = Writer(self.local_path(key))
-        try:
-            yield w
-        finally:
-            w.discard()
+        renamed to NAME by Writer.commit(), removed by Writer.discard()."""
+        return Writer(self.local_path(key))
 
     def delete(self, key: str, expect: Identity) -> None:
         """Unlink key only when it is still the very regular file that was proven (inode,
@@ -220,25 +215,42 @@ class Unsynced(ColdError):
 
 
 class Writer:
-    """NAME.partial being written; commit() makes it NAME atomically and durably."""
+    """NAME.partial being written; commit() makes it NAME atomically and durably, discard()
+    removes it (call one of them, whatever happens: the caller says what is left)."""
 
     def __init__(self, final: str) -> None:
+        """Raises FileExistsError when NAME.partial exists (a running or interrupted write:
+        the caller tells which), ColdError when it cannot be created or locked."""
         self.final = final
         self.partial = final + names.PARTIAL
         self.fd, mine = create_exclusive(self.partial)
         self._mine: Identity | None = mine
+        self._synced = False
+
+    def sync(self) -> None:
+        """fsync the data (before it is read back for a digest, or committed)."""
+        _io("fsync of", self.partial, os.fsync, self.fd)
+        self._synced = True
 
     def commit(self) -> None:
-        """fsync, close (NFS reports write errors there), rename into place (never over an
-        existing entry), fsync the directory.  Raises ColdError naming the step."""
-        _io("fsync of", self.partial, os.fsync, self.fd)
+        """fsync (unless done), close (NFS reports write errors there), rename into place
+        (never over an existing entry), fsync the directory.  Raises ColdError naming the
+        step, Unsynced when only the directory's fsync failed (the file is in place)."""
+        if not self._synced:
+            self.sync()
         closing, self.fd = self.fd, -1
         _io("closing", self.partial, os.close, closing)
         refuse_existing(self.final)
         _io("renaming into place", self.partial, os.rename, self.partial, self.final)
         self._mine = None
         directory = os.path.dirname(self.final) or "."
-        _io("fsync of the directory", directory, fsync_dir, directory)
+        try:
+            fsync_dir(directory)
+        except OSError as err:
+            why = err.strerror or err
+            raise Unsynced(
+                f"the fsync of the directory {names.shown(directory)} failed: {why}"
+            ) from None
 
     def discard(self) -> str | None:
         """Close and remove this writer's .partial unless committed; what is left behind, in
