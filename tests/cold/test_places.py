@@ -351,3 +351,21 @@ def test_repair_names_a_stream_by_its_path_among_several_places(tmp_path: Path) 
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"repaired  {stream}" in done.stdout
     assert stream.read_bytes() == (STREAMS / FIXTURE[INC]).read_bytes()
+
+
+def test_send_also_reads_the_chain_from_another_disk(tmp_path: Path) -> None:
+    """The full is on the first disk; the next send goes to a second disk as an incremental
+    (without --also it would start a new chain there: the second disk alone has nothing)."""
+    one = put(tmp_path / "disk1", FULL)
+    two = tmp_path / "disk2"
+    two.mkdir()
+    zfs = ZfsStandIn(tmp_path / "standin")
+    zfs.source("zv/fs", {"s1": FIXTURE[FULL], "s2": FIXTURE[INC]})
+    argv = ["cold", "send", "--json", "--no-intermediate", "zv/fs", str(two), "--also", str(one)]
+    done = run(*argv, env=zfs.env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["sent"]["file"] == INC
+    assert entries_of(two) == sorted([INC, f"{INC}.json"]) and entries_of(one) == [FULL]
+    code, doc, _ = check(str(one), str(two))
+    assert code == 0 and newest(doc, "zv/fs") == "s2"
+    assert not (one / lock.WRITERS).exists()  # the other disk's lock was let go

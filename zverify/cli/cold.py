@@ -144,6 +144,15 @@ def send(
             ".zst, .gz or .xz.",
         ),
     ] = None,
+    also: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--also",
+            metavar="DIR",
+            help="Read the chain from this directory too (another disk of the archive); "
+            "the new file goes into DIRECTORY.",
+        ),
+    ] = None,
     dry_run: DryRun = False,
     as_json: Json = False,
     quiet: Quiet = False,
@@ -161,7 +170,8 @@ def send(
         snapshot, full, intermediate, asked, hold, parity, _compress_option(compress), dry_run
     )
     bars = _bars(quiet or no_progress or as_json)
-    result = operations.send_next(dataset, directory, options, max(0.0, wait), bars, _events())
+    store = _store([directory, *(also or [])], False)
+    result = operations.send_next(dataset, store, options, max(0.0, wait), bars, _events())
     return _show(result, as_json, quiet)
 
 

@@ -183,17 +183,21 @@ class SendOptions:
 
 def send_next(
     dataset: str,
-    directory: str,
+    store: LocalStore | str,
     options: SendOptions,
     wait: float,
     bars: Bars = no_bars,
     events: Events | None = None,
 ) -> Sent:
     """Archive the next stream of dataset (a link first, before a new full), or with
-    dry_run say what would be sent and how big `zfs send -nvP` estimates it."""
+    dry_run say what would be sent and how big `zfs send -nvP` estimates it.  The new file
+    goes into the store's first place; the chain is read from all of them (`--also`), each
+    locked as a writer's (in the store's fixed order: no deadlock with another command)."""
     events = events or Events()
-    with _locked(directory, "read" if options.dry_run else "write", wait):
-        archive = read_archive(directory, dataset)
+    store = LocalStore([store]) if isinstance(store, str) else store
+    directory = store.places[0]
+    with store.lock("read" if options.dry_run else "write", max(0.0, wait)):
+        archive = read_archive(store, dataset)
         events.archive_read(archive)
         chosen = plan_send(
             archive.plans.get(dataset),
@@ -231,10 +235,6 @@ def _flags(step: SendPlan, options: SendOptions) -> list[str]:
 def parity_level(archive: ArchiveReport, asked: int | None) -> int:
     """--parity, else the archive's own level (so that a cron job keeps it), else none."""
     return asked if asked is not None else archive.parity_level or 0
-
-
-def _locked(directory: str, how: str, wait: float) -> AbstractContextManager[None]:
-    return LocalStore([directory]).lock(how, max(0.0, wait))
 
 
 @dataclass(frozen=True)
