@@ -7,12 +7,13 @@ import fcntl
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.console import zverify
+from tests.cli.console import console_script, zverify
 from tests.cold.standin import GUIDS, ZfsStandIn, plain_env, run, valid
 from zverify.cold import lock
 
@@ -126,18 +127,41 @@ def test_recursive_never_follows_a_symlinked_directory(tmp_path: Path) -> None:
     assert all(INC not in f["file"] for f in doc["files"])
 
 
-def test_a_subdirectory_that_cannot_be_listed_is_not_verified(tmp_path: Path) -> None:
+def unprivileged(*args: str) -> subprocess.CompletedProcess[str]:
+    """zverify without the power to read what its mode forbids: as root, run with
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped (setpriv), so that mode 0 means it."""
+    prefix: list[str] = []
     if os.geteuid() == 0:
-        pytest.skip("root lists any directory: no unlistable subdirectory can be made here")
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root reads any directory, and setpriv is not here to drop that")
+        prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [*prefix, console_script(), *args],
+        env={**env, "LC_ALL": "C.UTF-8"},
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",
+    )
+
+
+def test_a_subdirectory_that_cannot_be_listed_is_not_verified(tmp_path: Path) -> None:
     root = put(tmp_path / "cold" / "fs", FULL)
     shut = put(root.parent / "shut", INC)
     shut.chmod(0)
     try:
-        code, doc, _ = check("--recursive", str(root.parent))
+        done = unprivileged("cold", "check", "--json", "--recursive", str(root.parent))
+        cleaned = unprivileged("cold", "clean", "--recursive", str(root.parent))
     finally:
         shut.chmod(0o755)
-    assert code == 2
+    assert done.returncode == 2, done.stdout + done.stderr
+    doc = json.loads(done.stdout)
     assert ("unreadable", "shut") in kinds(doc)
+    assert "cannot be listed" in doc["files"][-1]["problems"][0]["message"]
+    # clean cannot say "nothing to remove" of a directory it could not look into
+    assert cleaned.returncode == 2 and "shut" in cleaned.stderr, cleaned.stdout + cleaned.stderr
 
 
 @pytest.mark.parametrize("bad", ["missing", "a-file"])
