@@ -8,8 +8,10 @@ The files are made by the real zstd/gzip/xz/lz4 programs from real `zfs send` fi
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,19 @@ def verify(path: Path) -> tuple[int, dict[str, Any]]:
     jsonschema.validate(doc, SCHEMA)
     (one,) = doc["files"]
     return done.returncode, one
+
+
+def memory_limit(mib: int) -> Callable[[], None]:
+    """A preexec_fn: the child's address space capped (ulimit -v), as on a small machine."""
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+
+def limited(path: Path, mib: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = zverify("stream", "verify", "--json", str(path), preexec_fn=memory_limit(mib))
+    assert "Traceback" not in done.stderr, done.stderr
+    doc = json.loads(done.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return done, doc["files"][0]
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -241,3 +256,15 @@ def test_zstd_skippable_frames_are_passed_over(tmp_path: Path) -> None:
     code, doc = verify(write(tmp_path, "s.zst", packed))
     assert code == 0, doc
     assert doc["bytes"] == FULL.stat().st_size
+
+
+def test_no_memory_for_the_decompressor_is_no_verdict(tmp_path: Path) -> None:
+    """An xz file made with a 1.5 GiB dictionary needs that much to decompress: with 1000 MiB
+    of address space the library cannot allocate it.  The file is intact: exit 2, not
+    verified, never damaged (and no traceback from the decompressing thread)."""
+    path = write(tmp_path, "big-dict.xz", compress(FULL.read_bytes(), "xz", "--lzma2=dict=1536MiB"))
+    assert verify(path)[0] == 0  # the dictionary is allocated, only a little of it touched
+    done, doc = limited(path, 1000)
+    assert done.returncode == 2, doc
+    assert not doc["readable"]
+    assert doc["problems"][0]["message"].startswith("compressed with xz: not verified"), doc

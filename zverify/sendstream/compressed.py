@@ -73,7 +73,9 @@ class Layer:
     """What the decompressing thread found: sizes, and what went wrong in the compressed layer.
 
     problem: (kind, message) with kind "damaged" or "truncated" (the file is not intact),
-    "unsupported" (recognised, not read: no verdict) or "io" (a read error: no verdict)."""
+    "unsupported" (recognised, not read: no verdict), "io" (a read error: no verdict) or
+    "unverified" (the decompressor failed for want of memory or by a fault of its own: about
+    this machine, not the data: no verdict)."""
 
     compression: str
     file_bytes: int = 0  # compressed bytes read
@@ -122,8 +124,17 @@ def _pump(fd: int, w: int, layer: Layer) -> None:
         pass  # the scanner stopped reading: its verdict is made already
     except OSError as err:
         layer.problem = ("io", f"read error at compressed byte {layer.file_bytes}: {err.strerror}")
+    except Exception as err:  # MemoryError, a library's own failure: about us
+        # Whatever else stops the thread says nothing about the file: no verdict (exit 2),
+        # and the scanner, which sees the stream stop short, must not call it damaged.
+        layer.problem = ("unverified", f"compressed with {layer.compression}: {_unverified(err)}")
     finally:
         os.close(w)
+
+
+def _unverified(err: BaseException) -> str:
+    why = "not enough memory" if isinstance(err, MemoryError) else str(err) or type(err).__name__
+    return f"not verified: {why}"
 
 
 class _Output:

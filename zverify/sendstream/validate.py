@@ -356,7 +356,7 @@ def _judge_layer(report: StreamReport, layer: compressed.Layer) -> None:
     if layer.problem is None:
         return
     kind, message = layer.problem
-    if kind in ("unsupported", "io"):
+    if kind in ("unsupported", "io", "unverified"):
         report.readable = False
     at = layer.trusted if layer.trusted is not None else report.size
     code = {"truncated": "truncated", "damaged": "compression"}.get(kind, kind)
