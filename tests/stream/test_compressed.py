@@ -268,3 +268,20 @@ def test_no_memory_for_the_decompressor_is_no_verdict(tmp_path: Path) -> None:
     assert done.returncode == 2, doc
     assert not doc["readable"]
     assert doc["problems"][0]["message"].startswith("compressed with xz: not verified"), doc
+
+
+def test_zstd_long_windows_up_to_the_format_limit_verify(tmp_path: Path) -> None:
+    """`zfs send | zstd --long=31`: a 2 GiB window, which the library refuses by default;
+    with less address space than that it is no verdict, never damaged."""
+    for log in (28, 31):
+        path = write(
+            tmp_path, f"long{log}.zst", compress(FULL.read_bytes(), "zstd", f"--long={log}")
+        )
+        code, doc = verify(path)
+        assert code == 0, doc
+        assert doc["bytes"] == FULL.stat().st_size
+    done, doc = limited(path, 1500)
+    assert done.returncode == 2, doc
+    message = doc["problems"][0]["message"]
+    assert message.startswith("compressed with zstd: not verified"), message
+    assert doc["problems"][0]["code"] == "unverified"

@@ -6,7 +6,12 @@ BEGIN record, whose first bytes are none of these magics, so there is no ambigui
 The C scanner reads an fd.  decompressing() gives it the read end of a pipe; a thread reads
 the compressed file in 1 MiB chunks, decompresses and writes into the pipe: one pass, no
 temporary file, memory bounded by a chunk of input and one of output (the libraries release
-the GIL on large buffers, so the thread decompresses while the scanner checks).
+the GIL on large buffers, so the thread decompresses while the scanner checks), plus the
+window the file was compressed with, which the decompressor must hold: 32 KiB for gzip,
+at most 4 MiB for lz4, the dictionary for xz (64 MiB for `xz -9`, up to 1.5 GiB by hand),
+and for zstd 8 MiB at its default levels, 128 MiB for `--long`, up to 2 GiB for
+`--long=31` (MAX_WINDOW: allocated as address space, touched as the stream grows).  A
+machine that cannot allocate it gets no verdict (exit 2, "not verified"), never "damaged".
 
 The compressed layer is judged as well: corrupt data, a bad frame or member checksum, a cut
 file, garbage after the last frame make the file damaged even when the bytes that came out
@@ -276,8 +281,19 @@ def _at(offset: int, what: str) -> str:
 UNITS = {"zstd": "frame", "gzip": "member", "xz": "stream", "lz4": "frame"}
 
 
+def _ours(err: BaseException) -> bool:
+    """Whether a decompressor's failure is about this machine's memory, not the data: the
+    libraries say so only in words ("Allocation error : not enough memory", zstd's "Frame
+    requires too much memory for decoding", lz4's "ERROR_allocation_failed")."""
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or "memory" in text or "alloc" in text
+
+
 def _damaged(err: BaseException, start: tuple[int, int], unit: str) -> _Bad:
-    """(compressed, stream) offsets where the unit began: its check covers it all."""
+    """(compressed, stream) offsets where the unit began: its check covers it all; or, for a
+    failure that is about our resources (_ours), no verdict."""
+    if _ours(err):
+        return _Bad("unverified", _unverified(err))
     message = (
         f"damaged ({err}) in the {unit} that starts at compressed byte {start[0]}: the "
         f"stream is not proven from its byte {start[1]}"
@@ -294,6 +310,12 @@ def _truncated(size: int, start: tuple[int, int], unit: str) -> _Bad:
 
 
 # -- zstd: the frame structure walked here, the data decompressed by the library -----------
+
+
+MAX_WINDOW = 1 << 31
+"""The largest window a zstd frame may ask for (the format's limit, `zstd --long=31`); the
+library refuses more than 128 MiB unless told.  A frame's window is allocated whole while it
+is decompressed (virtual memory; what is touched grows with the stream, up to it)."""
 
 
 def _zstd(layer: Layer, chunks: Iterator[bytes], out: _Output) -> None:
@@ -318,7 +340,7 @@ def _zstd(layer: Layer, chunks: Iterator[bytes], out: _Output) -> None:
                 if frames.dict_id:
                     raise _Bad("unsupported", _dictionary(frames.dict_id))
                 sink = cast(IO[bytes], _Sink())  # only its write() is called
-                writer = zstandard.ZstdDecompressor().stream_writer(
+                writer = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW).stream_writer(
                     sink, write_size=CHUNK, write_return_read=True, closefd=False
                 )
             try:
