@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from tests.cli.console import zverify
-from zverify.sendstream.compressed import detect
+from zverify.sendstream.compressed import CHUNK, detect
 from zverify.sendstream.validate import verify_stream
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
@@ -151,14 +151,18 @@ def test_garbage_after_the_last_frame_fails(tmp_path: Path, how: str) -> None:
     assert how in doc["problems"][0]["message"]
 
 
-def test_a_zstd_dictionary_frame_is_not_verified(tmp_path: Path) -> None:
+@pytest.mark.parametrize("at", [0, CHUNK - 2, CHUNK - 5])
+def test_a_zstd_dictionary_frame_is_not_verified(tmp_path: Path, at: int) -> None:
+    """Wherever the frame starts: at CHUNK - 2 its magic, at CHUNK - 5 the rest of its
+    header is read only with the next chunk of the file (a skippable frame fills the gap)."""
     import zstandard
 
     samples = [bytes([i % 7]) * 100 + bytes(range(i % 50)) for i in range(200)]
     dictionary = zstandard.train_dictionary(1024, samples)
     packed = zstandard.ZstdCompressor(dict_data=dictionary).compress(FULL.read_bytes())
-    code, doc = verify(write(tmp_path, "s.zst", packed))
-    assert code == 2
+    pad = b"\x50\x2a\x4d\x18" + (at - 8).to_bytes(4, "little") + bytes(at - 8) if at else b""
+    code, doc = verify(write(tmp_path, "s.zst", pad + packed))
+    assert code == 2, doc
     assert "compressed with zstd: not verified" in doc["problems"][0]["message"]
 
 

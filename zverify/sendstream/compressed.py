@@ -337,8 +337,6 @@ def _zstd(layer: Layer, chunks: Iterator[bytes], out: _Output) -> None:
         for piece, new_frame in frames.split(chunk):
             if new_frame:
                 start = (frames.frame_start, layer.stream_bytes)
-                if frames.dict_id:
-                    raise _Bad("unsupported", _dictionary(frames.dict_id))
                 sink = cast(IO[bytes], _Sink())  # only its write() is called
                 writer = zstandard.ZstdDecompressor(max_window_size=MAX_WINDOW).stream_writer(
                     sink, write_size=CHUNK, write_return_read=True, closefd=False
@@ -425,6 +423,10 @@ class _Frames:
         elif self.state == "frame-header":
             ids = head[self._dict_at : self._dict_at + self._dict_len]
             self.dict_id = int.from_bytes(ids, "little")
+            if self.dict_id:
+                # here, as the header is parsed, not where the frame's first piece is handed
+                # on: a header cut by a chunk's end is parsed only in the next chunk
+                raise _Bad("unsupported", _dictionary(self.dict_id))
             self.state, self.want = "block", 3
         elif self.state == "block":
             self._block(int.from_bytes(head, "little"))
