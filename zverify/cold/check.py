@@ -189,7 +189,7 @@ def _look(
     if name.endswith(names.PARTIAL):
         found = _check_partial(store, name, st)
     else:
-        found = _check_stream(path, name, st, progress)
+        found = _check_stream(store, name, st, progress)
     if found is not None:
         found.problems += doubts
     return found
@@ -245,10 +245,10 @@ def _check_partial(store: LocalStore, name: str, st: os.stat_result) -> FileRepo
 
 
 def _check_stream(
-    path: str, name: str, st: os.stat_result, progress: ProgressHook | None
+    store: LocalStore, name: str, st: os.stat_result, progress: ProgressHook | None
 ) -> FileReport:
     try:
-        fd = entries.open_regular(path, Identity.of(st))
+        fd = store.open_read(name, Identity.of(st))  # an fd: what the C scanner reads
     except entries.Changed as err:
         problem = Problem(name, "changed", str(err))
         return FileReport(name, "unknown", readable=False, problems=[problem])
