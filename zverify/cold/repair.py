@@ -33,6 +33,7 @@ from zverify.cold.store import Store
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError
 from zverify.par2 import tool
+from zverify.sendstream import compressed
 from zverify.sendstream.format import MAGIC, RECORD_SIZE, BeginHeader, parse_begin
 from zverify.sendstream.validate import StreamReport, verify_stream
 
@@ -132,7 +133,7 @@ def _repair_in(
     if isinstance(rebuilt, Outcome):
         return rebuilt
     path, note = rebuilt
-    first = _first_record(store.local_path(f.name)) if _first_intact(f) else None
+    first = _first_record(store.local_path(f.name), f)
     _prove(path, f, sidecar, first, os.path.join(work, DAMAGED_COPY))
     kept = _replace(store, f, path)
     return Outcome(f.name, "repaired", f"repaired from its parity and proven{note}", kept)
@@ -250,7 +251,7 @@ def _prove(
     try:
         report = verify_stream(fd)
         sha256, md5 = _digests(fd)
-        rebuilt_first = _parse_first(os.pread(fd, RECORD_SIZE, 0))
+        rebuilt_first = _parse_first(compressed.read_stream(fd, 0, RECORD_SIZE))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -304,18 +305,20 @@ def _not_the_original(
         return f"its first record is {_said(rebuilt_first)}, the damaged file's {_said(first)}"
     on_disk = f.identity.size if f.identity is not None else None
     truncated = any(p.kind == "truncated" for p in f.problems)
-    if on_disk is not None and not truncated and report.size != on_disk:
-        return f"it holds {report.size:,} bytes, the damaged file {on_disk:,}"
-    if on_disk is not None and truncated and report.size <= on_disk:
-        return f"it holds {report.size:,} bytes, no more than the truncated file ({on_disk:,})"
+    size = report.size if report.file_bytes is None else report.file_bytes  # compressed: its own
+    if on_disk is not None and not truncated and size != on_disk:
+        return f"it holds {size:,} bytes, the damaged file {on_disk:,}"
+    if on_disk is not None and truncated and size <= on_disk:
+        return f"it holds {size:,} bytes, no more than the truncated file ({on_disk:,})"
     return None
 
 
 def _record(path: str, at: int) -> bytes:
-    """The 312-byte record at offset at (unreadable sectors of a rescued copy are zeros)."""
+    """The 312-byte record at stream offset at (unreadable sectors of a rescued copy are
+    zeros; a compressed file is decompressed up to it, and yields less where it fails)."""
     fd = entries.open_regular(path)
     try:
-        return os.pread(fd, RECORD_SIZE, at)
+        return compressed.read_stream(fd, at, RECORD_SIZE)
     finally:
         os.close(fd)
 
@@ -333,15 +336,21 @@ def _first_intact(f: FileReport) -> bool:
     return bool(starts) and min(starts) >= RECORD_SIZE
 
 
-def _first_record(path: str) -> BeginHeader | None:
-    """The first BEGIN record of a (damaged) stream file, when it can be read and parsed:
-    damage is usually further in, and this record names the stream."""
+def _first_record(path: str, f: FileReport) -> BeginHeader | None:
+    """The first BEGIN record of a (damaged) stream file, when it can be read and parsed and
+    stand for the stream: damage is usually further in, and this record names the stream.
+    A plain file's only when the check verified it (_first_intact).  A compressed file's as
+    it decompresses, though its frame may be the damaged one and so not proven: it is only
+    ever held against the rebuilt, proven stream's first record, and must match it byte for
+    byte, which no damage does by chance (damage in it refuses the repair, never passes it)."""
+    if f.compression is None and not _first_intact(f):
+        return None
     try:
         fd = entries.open_regular(path)
     except (OSError, entries.Changed):
         return None
     try:
-        return _parse_first(os.pread(fd, RECORD_SIZE, 0))
+        return _parse_first(compressed.read_stream(fd, 0, RECORD_SIZE))
     except OSError:
         return None
     finally:

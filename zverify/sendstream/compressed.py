@@ -157,6 +157,46 @@ class _Output:
             self.held = bytes(data[-1:])  # a copy: the library reuses its buffer
 
 
+def read_stream(fd: int, at: int, length: int) -> bytes:
+    """The stream's bytes [at, at + length) of the file at fd (read from its start: the fd's
+    position moves), decompressed when it is compressed, as far as they come out: fewer
+    where the file ends or its compressed layer fails.  Not proven (nothing is held back):
+    for comparing with bytes that are, as `cold repair` does.  OSError for a plain file."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    compression = detect_fd(fd)
+    if compression is None:
+        return os.pread(fd, length, at)
+    sink = _Collect(at + length)
+    layer = Layer(compression)
+    with contextlib.suppress(_Bad, _Enough, OSError, MemoryError):
+        _decode(layer, _growing(fd, layer), sink)
+    return bytes(sink.got[at : at + length])
+
+
+class _Enough(Exception):
+    """read_stream() has the bytes it wants."""
+
+
+class _Collect(_Output):
+    def __init__(self, want: int) -> None:
+        self.want, self.got = want, bytearray()
+
+    def put(self, data: bytes | memoryview) -> None:
+        self.got += data
+        if len(self.got) >= self.want:
+            raise _Enough
+
+
+def _growing(fd: int, layer: Layer) -> Iterator[bytes]:
+    """The file in pieces from 64 bytes doubling up to CHUNK: a library that fails on a
+    piece gives nothing of it, so what lies before damage near the start comes out first."""
+    size = 64
+    while chunk := os.read(fd, size):
+        layer.file_bytes += len(chunk)
+        yield chunk
+        size = min(size * 2, CHUNK)
+
+
 def _write_all(w: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
