@@ -289,3 +289,25 @@ def test_zstd_long_windows_up_to_the_format_limit_verify(tmp_path: Path) -> None
     message = doc["problems"][0]["message"]
     assert message.startswith("compressed with zstd: not verified"), message
     assert doc["problems"][0]["code"] == "unverified"
+
+
+def _skippable(size: int) -> bytes:
+    return b"\x5e\x2a\x4d\x18" + size.to_bytes(4, "little") + b"m" * size
+
+
+def test_lz4_skippable_frames_are_passed_over(tmp_path: Path) -> None:
+    """lz4 shares zstd's skippable frames: before the first frame (the first real frame,
+    not the skippable one, says lz4), between frames and after the last; `lz4 -t` accepts
+    them.  A file cut inside one is truncated."""
+    plain = FULL.read_bytes()
+    packed = _skippable(5) + compress(plain[:1000], "lz4") + _skippable(3) + _skippable(0)
+    packed += compress(plain[1000:], "lz4") + _skippable(7)
+    path = write(tmp_path, "s.lz4", packed)
+    assert subprocess.run(["lz4", "-t", "-q", str(path)]).returncode == 0
+    code, doc = verify(path)
+    assert code == 0, doc
+    assert (doc["compression"], doc["bytes"]) == ("lz4", len(plain))
+    code, doc = verify(write(tmp_path, "cut.lz4", packed[:-3]))
+    assert code == 1, doc
+    assert doc["problems"][0]["code"] == "truncated"
+    assert "skippable frame" in doc["problems"][0]["message"]

@@ -35,8 +35,8 @@ from typing import IO, Any, cast
 CHUNK = 1 << 20
 """Bytes read from the compressed file at a time, and at most produced per decompress call."""
 
-# Magic numbers (first bytes of the file) -> compression.  zstd's skippable frames
-# (0x184D2A50..5F, little-endian) are shared with lz4; the zstd library skips them.
+# Magic numbers (first bytes of the file) -> compression.  Skippable frames (0x184D2A50..5F,
+# little-endian) are shared by zstd and lz4: detect_fd() looks past them to a real frame.
 MAGICS: tuple[tuple[bytes, str], ...] = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
     (b"\x1f\x8b", "gzip"),
@@ -63,12 +63,27 @@ def detect(head: bytes) -> str | None:
     return None
 
 
+MAX_SKIPPED = 64
+"""Skippable frames detect_fd() looks past to the first real frame: more is not a file
+anyone wrote (and is read as zstd, whose frames are looked at one by one)."""
+
+
 def detect_fd(fd: int) -> str | None:
     """detect() on the first bytes at fd's position, without moving it; None for an fd that
-    cannot be read at an offset (a pipe: its bytes would be consumed)."""
+    cannot be read at an offset (a pipe: its bytes would be consumed).  Skippable frames
+    are shared by zstd and lz4: the first real frame after them decides."""
     try:
         at = os.lseek(fd, 0, os.SEEK_CUR)
-        return detect(os.pread(fd, HEAD, at))
+        head = os.pread(fd, 8, at)
+        for _ in range(MAX_SKIPPED):
+            if len(head) < 8 or int.from_bytes(head[:4], "little") & SKIPPABLE_MASK != SKIPPABLE:
+                break
+            at += 8 + int.from_bytes(head[4:8], "little")  # a skippable frame: past it
+            after = os.pread(fd, 8, at)
+            if detect(after) is None:
+                break  # only skippable frames, or not a frame after them: zstd says which
+            head = after
+        return detect(head)
     except OSError:
         return None
 
@@ -225,6 +240,7 @@ class _Member:
     tail: bool  # zlib: input not consumed is in unconsumed_tail (else kept inside)
     magic: bytes  # how each member begins
     padding: bool = False  # xz: zero bytes (a multiple of 4) may follow a stream
+    skippable: bool = False  # lz4: skippable frames may come before, between and after
 
 
 def _gzip() -> Any:
@@ -258,7 +274,7 @@ def _lz4_errors() -> tuple[type[BaseException], ...]:
 _MEMBER = {
     "gzip": _Member(_gzip, lambda: (zlib.error,), tail=True, magic=MAGICS[1][0]),
     "xz": _Member(_xz, _xz_errors, tail=False, magic=MAGICS[2][0], padding=True),
-    "lz4": _Member(_lz4, _lz4_errors, tail=False, magic=MAGICS[3][0]),
+    "lz4": _Member(_lz4, _lz4_errors, tail=False, magic=MAGICS[3][0], skippable=True),
 }
 
 
@@ -269,6 +285,7 @@ def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member, put: _Output)
     start = (0, 0)  # (compressed, stream) offsets where the current member began
     zeros = 0  # xz stream padding seen since the last stream
     base = 0  # compressed offset of the chunk's first byte
+    skip = _Skippable()
     for chunk in chunks:
         data = chunk
         while data or (obj is not None and not kind.tail and not obj.needs_input):
@@ -282,6 +299,10 @@ def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member, put: _Output)
                     if zeros % 4:
                         raise _Bad("damaged", _at(base + len(chunk) - len(data), "bad padding"))
                     zeros = 0
+                if kind.skippable:
+                    data = skip.past(data, base + len(chunk) - len(data))
+                    if not data:
+                        break
                 start = (base + len(chunk) - len(data), layer.stream_bytes)
                 _check_magic(data, kind.magic, start[0], UNITS[layer.compression])
                 obj = kind.make()
@@ -299,8 +320,47 @@ def _members(layer: Layer, chunks: Iterator[bytes], kind: _Member, put: _Output)
         base += len(chunk)
     if obj is not None:
         raise _truncated(base, start, UNITS[layer.compression])
+    if skip.inside:
+        raise _Bad("truncated", f"truncated: the file ends inside the skippable frame that "
+                   f"starts at compressed byte {skip.start}")  # fmt: skip
     if zeros % 4:
         raise _Bad("damaged", _at(base - zeros, "bad padding after the last stream"))
+
+
+class _Skippable:
+    """lz4's skippable frames (magic 0x184D2A5?, a 4-byte size, that many bytes of anything),
+    passed over across chunks.  Their first byte (0x5?) tells them from a frame (0x04)."""
+
+    def __init__(self) -> None:
+        self.head = b""  # the 8-byte header being gathered
+        self.left = 0  # payload bytes still to pass over
+        self.start = 0  # compressed offset of the frame
+
+    @property
+    def inside(self) -> bool:
+        return bool(self.head or self.left)
+
+    def past(self, data: bytes, offset: int) -> bytes:
+        """data (at compressed offset) less the skippable frames at its start."""
+        while data:
+            if self.left:
+                step = min(self.left, len(data))
+                self.left -= step
+                data, offset = data[step:], offset + step
+                continue
+            if not self.head:
+                if data[0] & 0xF0 != SKIPPABLE & 0xFF:
+                    return data
+                self.start = offset
+            step = 8 - len(self.head)
+            self.head += data[:step]
+            data, offset = data[step:], offset + step
+            if len(self.head) < 8:
+                break
+            if int.from_bytes(self.head[:4], "little") & SKIPPABLE_MASK != SKIPPABLE:
+                raise _Bad("damaged", _at(self.start, "not a frame"))
+            self.left, self.head = int.from_bytes(self.head[4:], "little"), b""
+        return b""
 
 
 def _check_magic(data: bytes, magic: bytes, offset: int, unit: str) -> None:
