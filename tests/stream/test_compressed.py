@@ -311,3 +311,17 @@ def test_lz4_skippable_frames_are_passed_over(tmp_path: Path) -> None:
     assert code == 1, doc
     assert doc["problems"][0]["code"] == "truncated"
     assert "skippable frame" in doc["problems"][0]["message"]
+
+
+def test_damage_after_the_whole_stream_is_placed_at_its_end(tmp_path: Path) -> None:
+    """A damaged empty frame after a whole one: every stream byte was proven by its frame,
+    so the problem's offset and its message both name the stream's end (not the byte held
+    back from the scanner until the file is proven)."""
+    plain = FULL.read_bytes()
+    empty = bytearray(compress(b"", "zstd"))
+    empty[-1] ^= 1  # its content checksum
+    code, doc = verify(write(tmp_path, "s.zst", compress(plain, "zstd") + bytes(empty)))
+    assert code == 1, doc
+    first = doc["problems"][0]
+    assert first["offset"] == len(plain), first
+    assert first["message"].endswith(f"the stream is not proven from its byte {len(plain)}")

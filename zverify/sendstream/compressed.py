@@ -138,8 +138,9 @@ def _pump(fd: int, w: int, layer: Layer) -> None:
         layer.finished = True
     except _Bad as bad:
         layer.problem = (bad.kind, f"compressed with {layer.compression}: {bad}")
-        passed = layer.stream_bytes - len(out.held)
-        layer.trusted = passed if bad.at is None else min(bad.at, passed)
+        # without an offset of its own, the damage lies after the last whole member or
+        # frame, which was proven: the stream is then not proven from its end on
+        layer.trusted = layer.stream_bytes if bad.at is None else bad.at
     except BrokenPipeError:
         pass  # the scanner stopped reading: its verdict is made already
     except OSError as err:
@@ -430,7 +431,7 @@ def _zstd(layer: Layer, chunks: Iterator[bytes], out: _Output) -> None:
             out.put(data)
             return len(data)
 
-    frames = _Frames()
+    frames = _Frames(lambda: layer.stream_bytes)
     writer: Any = None
     start = (0, 0)
     for chunk in chunks:
@@ -459,9 +460,11 @@ class _Frames:
     Frame: magic, header descriptor, [window], [dictionary id], [content size], blocks (a
     3-byte header each: last flag, type, size; an RLE block holds 1 byte), [checksum]."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream_at: Callable[[], int]) -> None:
         self.offset = 0  # compressed bytes walked
         self.frame_start = 0
+        self.stream_at = stream_at  # stream bytes out so far
+        self.stream_start = 0  # ... when the frame began: damage in it is not proven from there
         self.dict_id = 0
         self.need = b""  # a header being gathered across chunks
         self.want = 4  # bytes of header still needed (0: skipping)
@@ -489,6 +492,7 @@ class _Frames:
                     yield chunk[cut:pos], first
                 cut, first = pos, True
                 self.frame_start = self.offset
+                self.stream_start = self.stream_at()  # the previous frame is all out
                 self.inside = True
             take = min(self.want - len(self.need), len(chunk) - pos)
             self.need += chunk[pos : pos + take]
@@ -513,7 +517,8 @@ class _Frames:
                 self.state, self.want = "descriptor", 1
             else:
                 at = self.offset - 4
-                raise _Bad("damaged", _at(at, "not a zstd frame (data after the last frame?)"))
+                what = "not a zstd frame (data after the last frame?)"
+                raise _Bad("damaged", _at(at, what), self.stream_start)
         elif self.state == "skip-size":
             self.state, self.skip = "skippable", int.from_bytes(head, "little")
             if not self.skip:
@@ -535,7 +540,8 @@ class _Frames:
 
     def _descriptor(self, fhd: int) -> None:
         if fhd & 0x08:
-            raise _Bad("damaged", _at(self.offset - 1, "reserved bit set in a zstd frame header"))
+            what = "reserved bit set in a zstd frame header"
+            raise _Bad("damaged", _at(self.offset - 1, what), self.stream_start)
         single = bool(fhd & 0x20)
         self.checksum = bool(fhd & 0x04)
         self._dict_len = (0, 1, 2, 4)[fhd & 0x03]
@@ -549,7 +555,8 @@ class _Frames:
     def _block(self, header: int) -> None:
         last, btype, size = header & 1, (header >> 1) & 3, header >> 3
         if btype == 3:
-            raise _Bad("damaged", _at(self.offset - 3, "reserved zstd block type"))
+            what = "reserved zstd block type"
+            raise _Bad("damaged", _at(self.offset - 3, what), self.stream_start)
         self.skip = 1 if btype == 1 else size
         if last:
             self.state, self.want = ("checksum", 4) if self.checksum else ("end", 4)
