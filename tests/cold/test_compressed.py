@@ -276,3 +276,17 @@ def test_repair_rebuilds_and_proves_compressed_streams(tmp_path: Path) -> None:
     code, doc = check(root)
     assert code == 0, problems(doc)
     assert restorable(doc)["s3"] == [FULL_S1 + ".zst", ZST, GZ]
+
+
+def test_restore_progress_counts_stream_bytes_of_compressed_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restore bar's total is the plan's stream bytes: a compressed file advances it by
+    what it decompresses to, not by its own (much smaller) size."""
+    root = mixed(tmp_path)
+    fakezfs.install(monkeypatch, tmp_path, "cat > /dev/null\nexit 0\n")
+    seen: list[int] = []
+    receive_file(str(root / ZST), "tank/r", progress=seen.append)
+    plain = (STREAMS / FIXTURE[INC_S1_S2]).stat().st_size
+    assert (root / ZST).stat().st_size < plain
+    assert seen and max(seen) == plain == seen[-1]

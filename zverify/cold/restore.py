@@ -156,7 +156,8 @@ def receive_file(
     fd = _open(path, expect)
     try:
         with ops.receiving(target) as pipe:
-            report = verify_stream(fd, relay_to=pipe, progress=progress)
+            # the bar's total is the plan's stream bytes, compressed files or not
+            report = verify_stream(fd, relay_to=pipe, progress=progress, stream_progress=True)
             if not report.readable:
                 what = report.problems[0].message if report.problems else "unreadable"
                 raise ColdError(f"{name}: {what}; its receive was aborted{_so_far(done)}")

@@ -297,6 +297,7 @@ def verify_stream(
     max_problems: int = MAX_PROBLEMS,
     relay_to: int | None = None,
     decompress: bool = True,
+    stream_progress: bool = False,
 ) -> StreamReport:
     """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it.
 
@@ -308,10 +309,13 @@ def verify_stream(
     relay_to: an fd (the stdin of `zfs receive`) to which every byte is written only once
     it is verified, and nothing more after the first problem (zvstream.h, the relay).  The
     stream is fed to it only as far as report.relayed says; the caller lets the consumer
-    finish only when the report is valid and everything was relayed."""
+    finish only when the report is valid and everything was relayed.
+
+    progress is called with the bytes of the file read so far (a compressed file's own), or
+    with stream_progress of the stream (for a bar whose total is the stream's: restore)."""
     name = f"<fd {source}>" if isinstance(source, int) else os.fspath(source)
     if isinstance(source, int):
-        return _read(source, name, progress, max_problems, relay_to, decompress)
+        return _read(source, name, progress, max_problems, relay_to, decompress, stream_progress)
     try:
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
@@ -319,7 +323,7 @@ def verify_stream(
         report.problems.append(StreamProblem(0, 0, f"cannot open: {err.strerror}", "io"))
         return report
     try:
-        return _read(fd, name, progress, max_problems, relay_to, decompress)
+        return _read(fd, name, progress, max_problems, relay_to, decompress, stream_progress)
     finally:
         os.close(fd)
 
@@ -331,13 +335,15 @@ def _read(
     max_problems: int,
     relay_to: int | None,
     decompress: bool,
+    stream_progress: bool = False,
 ) -> StreamReport:
     compression = compressed.detect_fd(fd) if decompress else None
     if compression is None:
         return _scan(fd, name, progress, max_problems, relay_to)
     with compressed.decompressing(fd, compression) as (pipe, layer):
-        # progress in bytes of the file (what a bar's total is), not of the stream
+        # progress in bytes of the file (what a bar's total is), unless asked for the stream's
         hook = (lambda _n: progress(layer.file_bytes)) if progress else None
+        hook = progress if stream_progress else hook
         report = _scan(pipe, name, hook, max_problems, relay_to)
     _judge_layer(report, layer)
     return report
