@@ -6,8 +6,11 @@ The streams are written once by plain `zfs send` (tests/zfsvm/guest/chain_stream
 same-second snapshots, -L and not, -c, raw and plain sends of an encrypted dataset, -R and
 -R -I packages with a child, -I packages over -i chains, a resume stream.  The archives are
 hand-written scenarios (the review's findings) plus randomised ones drawn from those files
-(seeded: ZVERIFY_DIFF_SEED, ZVERIFY_DIFF_CASES).  zverify runs on this host (the installed
-console script, as on a storage host without ZFS); only the receives run where ZFS is.
+(seeded: ZVERIFY_DIFF_SEED, ZVERIFY_DIFF_CASES).  The randomised ones are also kept as people
+keep archives (issue 29): spread over two places, some in per-dataset subdirectories, some
+compressed by the real zstd, gzip or xz, and checked and pruned with --recursive over both.
+zverify runs on this host (the installed console script, as on a storage host without ZFS);
+only the receives run where ZFS is.
 
 The history each dataset really has (the order the script made its snapshots) is the oracle
 for prune: a snapshot prune made unrestorable must be older than one that stays, and the
@@ -21,6 +24,7 @@ import os
 import random
 import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,8 +153,40 @@ def make_archive(corpus: Corpus, name: str, files: list[str]) -> Path:
     return root
 
 
-def claims(corpus: Corpus, root: Path) -> tuple[int, list[Claim]]:
-    done = zverify("cold", "check", "--json", str(root))
+COMPRESSORS = {".zst": "zstd", ".gz": "gzip", ".xz": "xz"}
+
+
+def make_kept_archive(corpus: Corpus, name: str, files: list[str]) -> list[Path]:
+    """The same copies kept as people keep them: over two places, some in a subdirectory
+    per dataset, some compressed by the real tools (seeded by the case's name)."""
+    rng = random.Random(f"{SEED}-{name}")
+    base = corpus.streams_host / "kept" / name
+    shutil.rmtree(base, ignore_errors=True)
+    places = [base / "disk1", base / "disk2"]
+    for i, stream in enumerate(files):
+        where = rng.choice(places)
+        if rng.random() < 0.5:
+            where = where / GROUPS[stream][1].replace("/", "-")
+        where.mkdir(parents=True, exist_ok=True)
+        suffix = rng.choice(["", "", ".zst", ".gz", ".xz"])
+        out = where / f"{i:02d}-{stream}{suffix}"
+        if suffix:
+            with open(out, "wb") as f:
+                tool = [COMPRESSORS[suffix], "-q", "-c", str(corpus.streams_host / stream)]
+                subprocess.run(tool, stdout=f, check=True)
+        else:
+            shutil.copy(corpus.streams_host / stream, out)
+    for place in places:
+        place.mkdir(parents=True, exist_ok=True)
+    return places
+
+
+def kept_files(places: list[Path]) -> set[str]:
+    return {str(p) for place in places for p in place.rglob("*") if p.is_file()}
+
+
+def claims(corpus: Corpus, *places: Path) -> tuple[int, list[Claim]]:
+    done = zverify("cold", "check", "--json", "--recursive", *map(str, places))
     assert done.returncode in (0, 1), done.stderr
     doc = json.loads(done.stdout)
     found = []
@@ -163,7 +199,11 @@ def claims(corpus: Corpus, root: Path) -> tuple[int, list[Claim]]:
 
 
 def top(file: str) -> str:
-    return GROUPS[file.split("-", 1)[1]][1]
+    name = os.path.basename(file)
+    name = (
+        name.removesuffix(os.path.splitext(name)[1]) if name.endswith(tuple(COMPRESSORS)) else name
+    )
+    return GROUPS[name.split("-", 1)[1]][1]
 
 
 # -- what OpenZFS does --------------------------------------------------------------------------
@@ -180,8 +220,10 @@ def receive_routes(corpus: Corpus, root: Path, routes: list[tuple[str, ...]], ta
         for k, file in enumerate(route):
             landing = target + top(file)[len(top(route[0])) :]
             path = shlex.quote(corpus.guest(root / file))
+            tool = COMPRESSORS.get(os.path.splitext(file)[1])
+            feed = f"{tool} -dc {path} |" if tool else f"< {path}"
             lines.append(
-                f"if zfs receive -u {shlex.quote(landing)} < {path} 2>/tmp/rcv.err; then "
+                f"if {feed} zfs receive -u {shlex.quote(landing)} 2>/tmp/rcv.err; then "
                 f"echo '@@ok {i} {k}'; zfs list -H -r -t snapshot -o guid {target}; "
                 f"else echo '@@refused {i} {k}'; cat /tmp/rcv.err; fi"
             )
@@ -232,16 +274,30 @@ def index(dataset: str, snapshot: str) -> int:
 def test_claims_receive_and_prune_keeps_the_newest_history(corpus: Corpus, case: str) -> None:
     files = CASES[case]
     root = make_archive(corpus, case, files)
-    _, before = claims(corpus, root)
-    wrong = refuted(corpus, root, before, case)
-    assert not wrong, f"{case} {files}:\n" + "\n".join(wrong)
+    claims_receive_and_prune(corpus, case, [root])
 
-    done = zverify("cold", "prune", "--yes", "--json", str(root))
+
+@pytest.mark.parametrize("case", sorted(random_cases())[: max(1, RANDOM_CASES // 2)])
+def test_archives_kept_by_hand_claim_receive_and_prune_the_same(corpus: Corpus, case: str) -> None:
+    """Compressed, over two places, partly in per-dataset subdirectories: the same proofs."""
+    places = make_kept_archive(corpus, case, CASES[case])
+    claims_receive_and_prune(corpus, f"kept-{case}", places)
+
+
+def claims_receive_and_prune(corpus: Corpus, case: str, places: list[Path]) -> None:
+    """Every claim of `cold check` received for real; after `cold prune --yes` the newest
+    history of every dataset is left and received for real; nothing newer was lost."""
+    root = places[0]
+    _, before = claims(corpus, *places)
+    wrong = refuted(corpus, root, before, case)
+    assert not wrong, f"{case} {CASES.get(case.removeprefix('kept-'))}:\n" + "\n".join(wrong)
+
+    listed = kept_files(places)
+    where = map(str, places)
+    done = zverify("cold", "prune", "--yes", "--json", "--recursive", *where)
     assert done.returncode in (0, 1), done.stdout + done.stderr
-    _, after = claims(corpus, root)
-    deleted = sorted(
-        set(f"{i:02d}-{s}" for i, s in enumerate(files)) - {p.name for p in root.iterdir()}
-    )
+    _, after = claims(corpus, *places)
+    deleted = sorted(listed - kept_files(places))
     print(f"{case}: {len(before)} claims proven; prune deleted {deleted}")
     for dataset in {c.dataset for c in before}:
         had = {c.snapshot for c in before if c.dataset == dataset}
@@ -296,3 +352,16 @@ def test_randomised_archives_exercise_the_rules(corpus: Corpus) -> None:
         seen["deleting prunes"] += any(d["remove"] for d in plan["datasets"])
     print(f"seed {SEED}: {seen}")
     assert all(seen.values()), seen
+    kept = {"compressed": 0, "in a subdirectory": 0, "on the second disk": 0, "pruned on both": 0}
+    for case in sorted(random_cases())[: max(1, RANDOM_CASES // 2)]:
+        places = make_kept_archive(corpus, f"count-{case}", CASES[case])
+        files = kept_files(places)
+        kept["compressed"] += sum(f.endswith(tuple(COMPRESSORS)) for f in files)
+        kept["in a subdirectory"] += sum(Path(f).parent not in places for f in files)
+        kept["on the second disk"] += sum(f.startswith(f"{places[1]}/") for f in files)
+        where = map(str, places)
+        plan = json.loads(zverify("cold", "prune", "--json", "--recursive", *where).stdout)
+        removed = [f for d in plan["datasets"] for f in d["remove"]]
+        kept["pruned on both"] += all(any(f.startswith(f"{p}/") for f in removed) for p in places)
+    print(f"seed {SEED}, kept as people keep them: {kept}")
+    assert all(kept.values()), kept
