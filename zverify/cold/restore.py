@@ -92,7 +92,7 @@ def verify_files(plan: RestorePlan, report: ArchiveReport) -> None:
     """Read every file of the plan completely now; raise UnrestorableError on the first bad."""
     read = {f.name: f.identity for f in report.files}
     for name in plan.files:
-        fd = _open(report.path(name), read.get(name))
+        fd = _open_in(report, name, read.get(name))
         try:
             checked = verify_stream(fd)
         finally:
@@ -117,7 +117,8 @@ def receive_all(
     base = 0
     for f in archived:
         hook = (lambda n, at=base: progress(at + n)) if progress else None
-        receive_file(report.path(f.name), where[f.name], done, hook, read.get(f.name))
+        fd = _open_in(report, f.name, read.get(f.name))
+        _receive_fd(fd, shown(f.name), where[f.name], done, hook)
         base += f.size
         have = {s.guid for s in inventory.snapshots(at) if not s.bookmark}
         for step in f.steps_of(plan.dataset):
@@ -152,8 +153,17 @@ def receive_file(
     """Feed one file to `zfs receive` through the relay: validated again as it is read, each
     byte passed on only once verified, and the receive killed on the first bad record, so
     that nothing damaged is ever applied even if the file changed since it was checked."""
-    name = shown(os.path.basename(path))
-    fd = _open(path, expect)
+    _receive_fd(_open(path, expect), shown(os.path.basename(path)), target, done, progress)
+
+
+def _receive_fd(
+    fd: int,
+    name: str,
+    target: str,
+    done: list[str] | None = None,
+    progress: ProgressHook | None = None,
+) -> None:
+    """receive_file() of a file open on fd (closed here), named name in messages."""
     try:
         with ops.receiving(target) as pipe:
             # the bar's total is the plan's stream bytes, compressed files or not
@@ -178,6 +188,16 @@ def _open(path: str, expect: Identity | None) -> int:
         return entries.open_regular(path, expect)
     except OSError as err:
         raise ColdError(f"cannot open {shown(os.path.basename(path))}: {err.strerror}") from None
+
+
+def _open_in(report: ArchiveReport, name: str, expect: Identity | None) -> int:
+    """A file of the report, opened by its store (the same safe open, for a local place)."""
+    if report.store is None:
+        return _open(report.path(name), expect)
+    try:
+        return report.store.open_read(name, expect)
+    except OSError as err:
+        raise ColdError(f"cannot open {shown(name)}: {err.strerror}") from None
 
 
 def _so_far(done: list[str] | None) -> str:
