@@ -129,7 +129,7 @@ EPILOGS: dict[str, Callable[[], str]] = {
         f"{_OK} repaired and proven (or nothing damaged), {_BAD} a stream cannot be repaired "
         f"(why; nothing replaced), {_TROUBLE} error.",
         "zverify cold repair /cold",
-        "zverify cold repair --yes /cold 'tank%2Fdata@s1.zfsfull'",
+        "zverify cold repair --remove-damaged /cold 'tank%2Fdata@s1.zfsfull'",
     ),
 }
 

@@ -13,7 +13,7 @@ The rebuilt file is then proven as a stream of its own, completely:
 * its MD5 and size are the ones the parity recorded when it was made.
 
 Only then is it renamed over NAME (atomic: NAME is always a whole file), after the damaged
-original was linked to NAME.damaged, which stays until `cold repair --yes` removes it.  A
+original was linked to NAME.damaged, which stays until `cold repair --remove-damaged` removes it.  A
 repair that is not possible, fails or is not proven replaces nothing.  The caller holds the
 archive exclusively (zverify.cold.lock).
 """
@@ -385,8 +385,8 @@ def _replace(store: Store, f: FileReport, rebuilt: str) -> str:
     keep = original + DAMAGED
     if os.path.lexists(keep):
         raise ColdError(
-            f"{names.shown(kept)} exists: remove it first (`zverify cold repair --yes` removes "
-            "the damaged originals of proven streams)"
+            f"{names.shown(kept)} exists: remove it first (`zverify cold repair "
+            "--remove-damaged` removes the damaged originals of proven streams)"
         )
     st = os.lstat(original)
     if f.identity is not None and not f.identity.unchanged(st):

@@ -56,7 +56,8 @@ def check_text(report: ArchiveReport) -> str:
         lines.append("repair from parity:")
         lines += [f"  {v.status:<14} {shown(name)}: {describe(v)}" for name, v in verdicts]
     if report.kept:
-        lines.append("kept damaged originals of repaired streams (`cold repair --yes` removes):")
+        removes = "`cold repair --remove-damaged` removes"
+        lines.append(f"kept damaged originals of repaired streams ({removes}):")
         lines += [f"  {shown(name)}" for name in report.kept]
     lines.append(_verdict(report, problems))
     return _text(lines)
