@@ -21,6 +21,7 @@ from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
 from zverify.cold.operations import Cleaned, Protected, Pruned, Repaired, Restored, Result, Sent
 from zverify.cold.parity import Parity
+from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
 from zverify.cold.send import SentFile
 from zverify.sendstream.chain import Restorable
@@ -209,45 +210,40 @@ def _problem_doc(p: Problem) -> dict[str, Any]:
 
 
 def prune_text(r: Pruned) -> str:
-    decisions, actions, yes, blocked, problems = (
-        r.decisions,
-        r.actions,
-        r.yes,
-        r.blocked,
-        r.problems,
-    )
-    lines = [] if decisions or not blocked else [f"REFUSED: {blocked}; nothing deleted"]
-    for d in decisions:
-        kept = ", ".join(shown(c.full) for c in d.keep) or "none"
-        lines.append(f"{d.dataset}: keeping {len(d.keep)} chain(s) from {kept}")
-        if d.newest_kept is not None and d.remove:
-            lines.append(
-                f"  the kept files alone restore up to @{d.newest_kept.snapshot} "
-                f"(guid {d.newest_kept.guid}), every byte read just now"
-            )
-        if d.refused:
-            lines.append(f"  REFUSED: {d.refused}; nothing deleted")
-            continue
-        if not d.files:
-            lines.append("  nothing to prune")
-            continue
-        done = actions.get(d.dataset, {})
-        verb = "deleted" if done.get("deleted") else "would delete"
-        lines.append(f"  {verb} {len(d.files)} file(s), {d.bytes:,} bytes, in this order:")
-        lines += [f"    {shown(name)}" for name in d.files]
-        lost = ", ".join(f"@{r.snapshot}" for r in d.lost)
-        lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
-        for name in done.get("released") or []:
-            lines.append(f"  released {name}")
-        if done.get("note"):
-            lines.append(f"  {done['note']}")
-    if not yes and any(d.files and not d.refused for d in decisions):
+    lines = [] if r.decisions or not r.blocked else [f"REFUSED: {r.blocked}; nothing deleted"]
+    for d in r.decisions:
+        lines += _prune_lines(d, r.actions.get(d.dataset, {}))
+    if not r.yes and any(d.files and not d.refused for d in r.decisions):
         lines.append("dry run: nothing deleted (--yes deletes)")
-    if blocked and problems:
+    if r.blocked and r.problems:
         lines.append("problems (`zverify cold check` tells more):")
-        lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
+        lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in r.problems]
     lines.append(_prune_verdict(r))
     return _text(lines)
+
+
+def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
+    """One dataset's decision: what is kept, and what goes (or went) and why that is safe."""
+    kept = ", ".join(shown(c.full) for c in d.keep) or "none"
+    lines = [f"{d.dataset}: keeping {len(d.keep)} chain(s) from {kept}"]
+    if d.newest_kept is not None and d.remove:
+        lines.append(
+            f"  the kept files alone restore up to @{d.newest_kept.snapshot} "
+            f"(guid {d.newest_kept.guid}), every byte read just now"
+        )
+    if d.refused:
+        return [*lines, f"  REFUSED: {d.refused}; nothing deleted"]
+    if not d.files:
+        return [*lines, "  nothing to prune"]
+    verb = "deleted" if done.get("deleted") else "would delete"
+    lines.append(f"  {verb} {len(d.files)} file(s), {d.bytes:,} bytes, in this order:")
+    lines += [f"    {shown(name)}" for name in d.files]
+    lost = ", ".join(f"@{gone.snapshot}" for gone in d.lost)
+    lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
+    lines += [f"  released {name}" for name in done.get("released") or []]
+    if done.get("note"):
+        lines.append(f"  {done['note']}")
+    return lines
 
 
 def _prune_verdict(r: Pruned) -> str:
@@ -264,22 +260,15 @@ def _prune_verdict(r: Pruned) -> str:
 
 
 def prune_json(r: Pruned) -> str:
-    decisions, actions, yes, blocked, problems = (
-        r.decisions,
-        r.actions,
-        r.yes,
-        r.blocked,
-        r.problems,
-    )
     done = {
         dataset: {k: [_name(n) for n in v] if k == "deleted" else v for k, v in action.items()}
-        for dataset, action in actions.items()
+        for dataset, action in r.actions.items()
     }
     doc = {
         "schema": PRUNE_SCHEMA,
-        "dry_run": not yes,
-        "refused": _message(blocked) if blocked else None,
-        "problems": [_problem_doc(p) for p in problems or []],
+        "dry_run": not r.yes,
+        "refused": _message(r.blocked) if r.blocked else None,
+        "problems": [_problem_doc(p) for p in r.problems or []],
         "datasets": [
             {
                 "dataset": d.dataset,
@@ -287,13 +276,13 @@ def prune_json(r: Pruned) -> str:
                 "newest_kept": _restorable_doc(d.newest_kept) if d.newest_kept else None,
                 "remove": [_name(n) for n in d.files],
                 "bytes": d.bytes,
-                "lost": [{"snapshot": r.snapshot, "guid": str(r.guid)} for r in d.lost]
+                "lost": [{"snapshot": x.snapshot, "guid": str(x.guid)} for x in d.lost]
                 if d.files
                 else [],
                 "refused": d.refused,
                 **done.get(d.dataset, {}),
             }
-            for d in decisions
+            for d in r.decisions
         ],
     }
     return json.dumps(doc, indent=2) + "\n"
