@@ -118,15 +118,25 @@ def decompressing(fd: int, compression: str) -> Iterator[tuple[int, Layer]]:
     """(the read end of a pipe carrying the decompressed stream, the Layer filled in by the
     time the pipe ends).  Leaving early closes the pipe: the thread stops at its next write."""
     layer = Layer(compression)
+    with _pipe_to_thread(lambda w: _pump(fd, w, layer), mine="read") as r:
+        yield r, layer
+
+
+@contextlib.contextmanager
+def _pipe_to_thread(work: Callable[[int], None], mine: str) -> Iterator[int]:
+    """A pipe whose one end (mine: "read" or "write") is the caller's and whose other end a
+    thread runs work() on (work closes it).  Leaving closes the caller's end, then waits for
+    the thread: a thread blocked on the pipe gets EOF or EPIPE and ends."""
     r, w = os.pipe()
     with contextlib.suppress(OSError, AttributeError):
         fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)  # fewer wake-ups; the default is 64 KiB
-    thread = threading.Thread(target=_pump, args=(fd, w, layer), daemon=True)
+    ours, theirs = (r, w) if mine == "read" else (w, r)
+    thread = threading.Thread(target=work, args=(theirs,), daemon=True)
     thread.start()
     try:
-        yield r, layer
+        yield ours
     finally:
-        os.close(r)
+        os.close(ours)
         thread.join()
 
 
@@ -602,16 +612,8 @@ def compressing(out: int, compression: str, level: int | None) -> Iterator[tuple
     complete (its last frame ended).  A write error stops the thread, which closes the pipe's
     read end: whoever writes into it gets EPIPE and stops too (never blocks)."""
     packed = Packed(compression)
-    r, w = os.pipe()
-    with contextlib.suppress(OSError, AttributeError):
-        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)
-    thread = threading.Thread(target=_pack, args=(r, out, packed, level), daemon=True)
-    thread.start()
-    try:
+    with _pipe_to_thread(lambda r: _pack(r, out, packed, level), mine="write") as w:
         yield w, packed
-    finally:
-        os.close(w)
-        thread.join()
 
 
 def _pack(r: int, out: int, packed: Packed, level: int | None) -> None:
