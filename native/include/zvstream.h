@@ -123,6 +123,8 @@ typedef struct zv_sopts {
     uint64_t progress_every;  /* emit PROGRESS every this many bytes (0 = never) */
     int relay;                /* 1: write the verified bytes to relay_fd (see below) */
     int relay_fd;
+    const unsigned char *prefix; /* bytes already read from fd (a peek at a pipe, which */
+    size_t prefix_len;           /* cannot be read again): scanned first, copied at open */
 } zv_sopts;
 
 typedef struct zv_stream zv_stream;

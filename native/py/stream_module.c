@@ -3,7 +3,7 @@
  * zverify._zvcore by zv_py_stream_init() (called from zvcore_module.c).
  *
  * StreamScanner(fd, *, buffer_size=0, nvlist_max=0, progress_every=0,
- * relay_fd=-1) is an iterator of StreamEvent values (see zvstream.h for what
+ * relay_fd=-1, prefix=b"") is an iterator of StreamEvent values (see zvstream.h for what
  * each field means, and for the relay).
  * Scanning happens with the GIL released; it is retaken once per event,
  * and events are rare (BEGIN, END, problems, progress), so the hot loop
@@ -143,27 +143,32 @@ static PyObject *event_to_python(const zv_sevent *e)
 
 static int Scanner_init(ScannerObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"fd", "buffer_size", "nvlist_max", "progress_every", "relay_fd",
-                             NULL};
+    static char *kwlist[] = {"fd",       "buffer_size", "nvlist_max", "progress_every",
+                             "relay_fd", "prefix",      NULL};
     int fd, relay_fd = -1;
     Py_ssize_t bufsize = 0, nvmax = 0;
     unsigned long long every = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|$nnKi", kwlist, &fd, &bufsize, &nvmax, &every,
-                                     &relay_fd))
+    Py_buffer prefix = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|$nnKiy*", kwlist, &fd, &bufsize, &nvmax,
+                                     &every, &relay_fd, &prefix))
         return -1;
     if (bufsize < 0 || nvmax < 0) {
+        PyBuffer_Release(&prefix);
         PyErr_SetString(PyExc_ValueError, "buffer_size and nvlist_max must be >= 0");
         return -1;
     }
-    zv_sopts o = {(size_t)bufsize, (size_t)nvmax, every, relay_fd >= 0, relay_fd};
+    zv_sopts o = {(size_t)bufsize, (size_t)nvmax, every,      relay_fd >= 0,
+                  relay_fd,        prefix.buf,    (size_t)prefix.len};
     zv_stream *s = NULL;
-    int rc = zv_stream_open(fd, &o, &s);
+    int rc = zv_stream_open(fd, &o, &s); /* copies the prefix */
+    PyBuffer_Release(&prefix);
     if (rc == ZV_ENOMEM) {
         PyErr_NoMemory();
         return -1;
     }
     if (rc != ZV_OK) {
-        PyErr_SetString(PyExc_ValueError, "fd must be >= 0 and buffer_size 0 or >= 4096");
+        PyErr_SetString(PyExc_ValueError,
+                        "fd must be >= 0, buffer_size 0 or >= 4096, prefix no larger than it");
         return -1;
     }
     zv_stream_close(self->scan);

@@ -828,7 +828,7 @@ static void step(zv_stream *s)
 
 int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out)
 {
-    zv_sopts o = {0, 0, 0, 0, -1};
+    zv_sopts o = {0, 0, 0, 0, -1, NULL, 0};
     if (opts)
         o = *opts;
     if (fd < 0 || (o.buffer_size && o.buffer_size < 4096) || (o.relay && o.relay_fd < 0))
@@ -845,10 +845,19 @@ int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out)
     s->relay = o.relay;
     s->relay_fd = o.relay_fd;
     s->cap = o.buffer_size ? o.buffer_size : (256u << 10);
+    if (o.prefix_len > s->cap || (o.prefix_len && !o.prefix)) {
+        free(s);
+        return ZV_EINVAL;
+    }
     s->buf = malloc(s->cap);
     if (!s->buf) {
         free(s);
         return ZV_ENOMEM;
+    }
+    if (o.prefix_len) { /* as though the first read() had returned it */
+        memcpy(s->buf, o.prefix, o.prefix_len);
+        s->cur = s->buf;
+        s->clen = o.prefix_len;
     }
     *out = s;
     return ZV_OK;
