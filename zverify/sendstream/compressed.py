@@ -88,6 +88,17 @@ def detect_fd(fd: int) -> str | None:
         return None
 
 
+def read_head(fd: int) -> bytes:
+    """The first HEAD bytes of an input that cannot be read at an offset (a pipe: `zstd -c |
+    zverify stream verify -`), read to tell its compression; fewer at its end.  They are
+    handed on ahead of the rest (decompressing(head=...), the scanner's prefix).  Skippable
+    frames at the start are not looked past here: read as zstd.  Raises OSError."""
+    head = b""
+    while len(head) < HEAD and (more := os.read(fd, HEAD - len(head))):
+        head += more
+    return head
+
+
 @dataclass
 class Layer:
     """What the decompressing thread found: sizes, and what went wrong in the compressed layer.
@@ -114,11 +125,12 @@ class _Bad(Exception):
 
 
 @contextlib.contextmanager
-def decompressing(fd: int, compression: str) -> Iterator[tuple[int, Layer]]:
+def decompressing(fd: int, compression: str, head: bytes = b"") -> Iterator[tuple[int, Layer]]:
     """(the read end of a pipe carrying the decompressed stream, the Layer filled in by the
-    time the pipe ends).  Leaving early closes the pipe: the thread stops at its next write."""
+    time the pipe ends).  head: the file's first bytes, already read from fd (read_head).
+    Leaving early closes the pipe: the thread stops at its next write."""
     layer = Layer(compression)
-    with _pipe_to_thread(lambda w: _pump(fd, w, layer), mine="read") as r:
+    with _pipe_to_thread(lambda w: _pump(fd, w, layer, head), mine="read") as r:
         yield r, layer
 
 
@@ -140,10 +152,10 @@ def _pipe_to_thread(work: Callable[[int], None], mine: str) -> Iterator[int]:
         thread.join()
 
 
-def _pump(fd: int, w: int, layer: Layer) -> None:
+def _pump(fd: int, w: int, layer: Layer, head: bytes) -> None:
     out = _Output(w, layer)
     try:
-        _decode(layer, _chunks(fd, layer), out)
+        _decode(layer, _chunks(fd, layer, head), out)
         _write_all(w, out.held)  # the whole file was read and proven: the end may go on
         layer.finished = True
     except _Bad as bad:
@@ -229,7 +241,10 @@ def _write_all(w: int, data: bytes | memoryview) -> None:
         view = view[os.write(w, view) :]
 
 
-def _chunks(fd: int, layer: Layer) -> Iterator[bytes]:
+def _chunks(fd: int, layer: Layer, head: bytes) -> Iterator[bytes]:
+    if head:
+        layer.file_bytes += len(head)
+        yield head
     while chunk := os.read(fd, CHUNK):
         layer.file_bytes += len(chunk)
         yield chunk

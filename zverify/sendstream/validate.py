@@ -301,9 +301,9 @@ def verify_stream(
 ) -> StreamReport:
     """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it.
 
-    A file compressed with zstd, gzip, xz or lz4 (recognised by its first bytes, when the
-    input can be read at an offset: not a pipe) is decompressed as it is read and its
-    compressed layer judged too (zverify.sendstream.compressed); decompress=False reads the
+    A file compressed with zstd, gzip, xz or lz4 (recognised by its first bytes; a pipe's
+    are read, then handed on) is decompressed as it is read and its compressed layer judged
+    too (zverify.sendstream.compressed); decompress=False reads the
     bytes as they are (a `zfs send` never compresses its output).
 
     relay_to: an fd (the stdin of `zfs receive`) to which every byte is written only once
@@ -337,16 +337,34 @@ def _read(
     decompress: bool,
     stream_progress: bool = False,
 ) -> StreamReport:
-    compression = compressed.detect_fd(fd) if decompress else None
+    head = b""
+    if decompress and not _seekable(fd):  # a pipe: its first bytes tell, and are handed on
+        try:
+            head = compressed.read_head(fd)
+        except OSError as err:
+            report = StreamReport(source=name, readable=False)
+            report.problems.append(StreamProblem(0, 0, f"read error: {err.strerror}", "io"))
+            return report
+        compression = compressed.detect(head)
+    else:
+        compression = compressed.detect_fd(fd) if decompress else None
     if compression is None:
-        return _scan(fd, name, progress, max_problems, relay_to)
-    with compressed.decompressing(fd, compression) as (pipe, layer):
+        return _scan(fd, name, progress, max_problems, relay_to, head)
+    with compressed.decompressing(fd, compression, head) as (pipe, layer):
         # progress in bytes of the file (what a bar's total is), unless asked for the stream's
         hook = (lambda _n: progress(layer.file_bytes)) if progress else None
         hook = progress if stream_progress else hook
         report = _scan(pipe, name, hook, max_problems, relay_to)
     _judge_layer(report, layer)
     return report
+
+
+def _seekable(fd: int) -> bool:
+    try:
+        os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError:
+        return False
+    return True
 
 
 def _judge_layer(report: StreamReport, layer: compressed.Layer) -> None:
@@ -371,13 +389,19 @@ def _judge_layer(report: StreamReport, layer: compressed.Layer) -> None:
 
 
 def _scan(
-    fd: int, name: str, progress: ProgressHook | None, max_problems: int, relay_to: int | None
+    fd: int,
+    name: str,
+    progress: ProgressHook | None,
+    max_problems: int,
+    relay_to: int | None,
+    head: bytes = b"",
 ) -> StreamReport:
+    """head: the stream's first bytes, already read from fd (a pipe that was peeked at)."""
     report = StreamReport(source=name)
     check = _Checker(report, max_problems)
     every = PROGRESS_EVERY if progress else 0
     relay = -1 if relay_to is None else relay_to
-    scanner = _zvcore.StreamScanner(fd, progress_every=every, relay_fd=relay)
+    scanner = _zvcore.StreamScanner(fd, progress_every=every, relay_fd=relay, prefix=head)
     skipping = False
     for ev in _events(scanner):
         check.event(ev)
