@@ -23,7 +23,7 @@ from zverify.cold.check import ArchiveReport, ProgressHook
 from zverify.cold.clean import Leftover
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
 from zverify.cold.prune import DatasetPrune
-from zverify.cold.repair import Outcome
+from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
 from zverify.cold.store import LocalStore
@@ -133,12 +133,14 @@ class Repaired:
     outcomes: list[Outcome]
     removed: list[str] = field(default_factory=list)
     dry_run: bool = False
+    removals: list[Removal] = field(default_factory=list)  # --remove-damaged's decisions
 
     @property
     def exit_code(self) -> int:
         return exitcodes.verdict(
             unverified=any(o.status == "failed" for o in self.outcomes),
-            different=any(o.status in _CANNOT for o in self.outcomes),
+            different=any(o.status in _CANNOT for o in self.outcomes)
+            or any(not r.remove for r in self.removals),
         )
 
 
@@ -376,10 +378,13 @@ def repair_streams(
         with bars("checking", None) as hook:
             report = read_archive(store, None, _per_file(hook))
         if dry_run:
-            return Repaired(store.shown, repair.planned(report, asked), dry_run=True)
+            outcomes = repair.planned(report, asked)
+            judged = repair.judge_damaged(report, []) if remove_damaged else []
+            return Repaired(store.shown, outcomes, dry_run=True, removals=judged)
         outcomes = _repair_all(store, report, asked, events)
-        removed = repair.drop_damaged(store, report, outcomes) if remove_damaged else []
-    return Repaired(store.shown, outcomes, removed)
+        judged = repair.judge_damaged(report, outcomes) if remove_damaged else []
+        removed = repair.drop_damaged(store, judged)
+    return Repaired(store.shown, outcomes, removed, removals=judged)
 
 
 def _repair_all(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from zverify.cold import entries, names, workdir
 from zverify.cold.check import ArchiveReport, FileReport
 from zverify.cold.entries import Identity
-from zverify.cold.names import DAMAGED, REPAIR_WORK
+from zverify.cold.names import DAMAGED, REPAIR_WORK, SIDECAR
 from zverify.cold.store import Store
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError
@@ -409,21 +409,92 @@ def _replace(store: Store, f: FileReport, rebuilt: str) -> str:
     return kept
 
 
-def drop_damaged(store: Store, report: ArchiveReport, outcomes: list[Outcome]) -> list[str]:
-    """Remove NAME.damaged where NAME is an intact stream proven in this run (read completely
-    by the check, or repaired just now).  Returns what was removed."""
-    proven = {o.name for o in outcomes if o.status == "repaired"}
-    intact = {f.name for f in report.files if f.archived is not None} | proven
-    removed = []
+@dataclass
+class Removal:
+    """What --remove-damaged decides for one NAME.damaged: remove it, or keep it and why."""
+
+    name: str  # NAME.damaged
+    remove: bool
+    why: str
+
+
+# problems a repair was run for: the damage it rebuilt, not a doubt about the rebuilt file
+_DAMAGE = {"damaged", "truncated", "not-a-stream", "unreadable"}
+
+
+def judge_damaged(report: ArchiveReport, outcomes: list[Outcome]) -> list[Removal]:
+    """Each NAME.damaged, removed only with proof made now that NAME is its intact
+    replacement: NAME holds the same stream (repaired and proven in this run, or read intact
+    with no problem at all, its first record and size the damaged file's) under intact
+    parity.  A NAME.damaged can be the only copy of a snapshot: anything less keeps it."""
+    repaired = {o.name for o in outcomes if o.status == "repaired"}
+    files = {f.name: f for f in report.files}
+    named = {p.file for p in report.problems}  # orphan, duplicate, sidecar-mismatch ...
+    found = []
     for kept in sorted(set(report.kept) | {o.kept for o in outcomes if o.kept}):
-        if kept[: -len(DAMAGED)] not in intact:
-            continue
-        path = store.local_path(kept)
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
+        f = files.get(kept[: -len(DAMAGED)])
+        why = _not_replaced_by(report, f, kept, f is not None and f.name in repaired, named)
+        found.append(Removal(kept, why is None, why or "its stream is intact and proven"))
+    return found
+
+
+def _not_replaced_by(
+    report: ArchiveReport, f: FileReport | None, kept: str, repaired: bool, named: set[str]
+) -> str | None:
+    """Why f does not prove that kept (its NAME.damaged) may go, or None when it does."""
+    if f is None:
+        return f"{names.shown(kept[: -len(DAMAGED)])} is not here"
+    doubts = [p.kind for p in f.problems if not (repaired and p.kind in _DAMAGE)]
+    doubts += [p.kind for p in report.problems if p.file in (f.name, f.name + SIDECAR)]
+    if doubts:
+        return f"{names.shown(f.name)} is not proven ({', '.join(sorted(set(doubts)))})"
+    if f.parity is None or not f.parity.usable or f.parity.problems:
+        return f"{names.shown(f.name)} has no intact parity of its own"
+    if repaired:
+        return None  # the repair proved the rebuilt stream is the original's (_prove)
+    if f.archived is None or f.identity is None:
+        return f"{names.shown(f.name)} is not intact"
+    return _same_stream(report.path(f.name), report.path(kept), f.identity.size)
+
+
+def _same_stream(path: str, kept: str, size: int) -> str | None:
+    """Why kept is not the stream at path (proven intact, size bytes in its file), or None.
+    Its first record (snapshot, GUIDs, flags) must be the stream's, and its size the same
+    or smaller (a truncated copy), as the repair's own proof has it (_not_the_original)."""
+    try:
+        theirs = _first_record_of(kept)
+        ours = _first_record_of(path)
+        held = os.lstat(kept).st_size
+    except (OSError, entries.Changed) as err:
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        return f"{names.shown(kept)} cannot be read ({why}): nothing proves which stream it is"
+    if theirs is None or theirs != ours:
+        return (
+            f"its first record is {_said(theirs)}, {names.shown(os.path.basename(path))}'s "
+            f"{_said(ours)}: another stream"
+        )
+    if held > size:
+        return f"it holds {held:,} bytes, more than the intact stream's {size:,}: another stream"
+    return None
+
+
+def _first_record_of(path: str) -> BeginHeader | None:
+    fd = entries.open_regular(path)
+    try:
+        return _parse_first(compressed.read_stream(fd, 0, RECORD_SIZE))
+    finally:
+        os.close(fd)
+
+
+def drop_damaged(store: Store, judged: list[Removal]) -> list[str]:
+    """Remove each NAME.damaged judge_damaged() proved may go.  Returns what was removed."""
+    removed = []
+    for r in judged:
+        path = store.local_path(r.name)
+        if not r.remove or not stat.S_ISREG(os.lstat(path).st_mode):
             continue
         os.unlink(path)
-        removed.append(kept)
+        removed.append(r.name)
     for directory in sorted({os.path.dirname(store.local_path(k)) or "." for k in removed}):
         fsync_dir(directory)
     return removed

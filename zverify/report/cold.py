@@ -353,6 +353,9 @@ def repair_text(r: Repaired) -> str:
     lines of what would be done)."""
     lines = [repair_line(o).rstrip("\n") for o in r.outcomes] if r.dry_run else []
     lines += [f"removed   {shown(name)}" for name in r.removed]
+    if r.dry_run:
+        lines += [f"would remove {shown(d.name)}: {d.why}" for d in r.removals if d.remove]
+    lines += [f"kept      {shown(d.name)}: {d.why}" for d in r.removals if not d.remove]
     kept = [o.kept for o in r.outcomes if o.kept and o.kept not in r.removed]
     if kept:
         lines.append(f"kept {len(kept)} damaged original(s): `--remove-damaged` removes them")
@@ -361,10 +364,12 @@ def repair_text(r: Repaired) -> str:
 
 
 def _repair_verdict(r: Repaired) -> str:
+    kept = sum(not d.remove for d in r.removals)
+    left = f"; {kept} damaged original(s) kept, not proven replaced" if kept else ""
     if not r.outcomes:
-        return "nothing to repair"
+        return f"nothing to repair{left}"
     counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(o.status for o in r.outcomes).items()))
-    return f"{'dry run: nothing repaired; ' if r.dry_run else ''}{counts}"
+    return f"{'dry run: nothing repaired; ' if r.dry_run else ''}{counts}{left}"
 
 
 def repair_json(r: Repaired) -> str:
@@ -383,6 +388,9 @@ def repair_json(r: Repaired) -> str:
             for o in r.outcomes
         ],
         "removed": [_name(n) for n in r.removed],
+        "damaged_originals": [
+            {**_file_key(d.name), "remove": d.remove, "reason": _message(d.why)} for d in r.removals
+        ],
     }
     return _dump(doc)
 

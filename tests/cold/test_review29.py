@@ -1,0 +1,71 @@
+"""The findings of the hostile review of the cold commands (issue 29) that concern repair and
+parity, each through the installed console script: a NAME.damaged is removed only with proof
+that NAME replaces it, dry runs write nothing, and what could not be read is exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.cold.standin import STREAMS, plain_env, run, valid
+from tests.cold.test_parity import FIXTURE, FULL, INC, archive, listing
+
+INC_EMPTY = "incr_empty_fs_s2_s3.zstream"
+
+
+def repair(*args: str) -> tuple[int, str, str]:
+    done = run("cold", "repair", "--no-progress", *args, env=plain_env())
+    return done.returncode, done.stdout, done.stderr
+
+
+# -- 1. --remove-damaged removes NAME.damaged only when NAME is proven to replace it ---------
+
+
+def test_the_only_full_kept_as_damaged_is_never_removed_for_another_stream(tmp_path: Path) -> None:
+    # the review's repro: another stream under NAME, the only full of @s1 as NAME.damaged
+    root = tmp_path / "a"
+    root.mkdir()
+    shutil.copy(STREAMS / INC_EMPTY, root / FULL)
+    shutil.copy(STREAMS / FIXTURE[FULL], root / f"{FULL}.damaged")
+    (root / f"{FULL}.json").write_text('{"to_guid":"4034521428903744376","kind":"full"}\n')
+    code, out, err = repair("-n", "--remove-damaged", str(root))
+    assert code == 1, out + err
+    assert f"kept      {FULL}.damaged: {FULL} is not proven" in out
+    assert "would remove" not in out
+    code, out, err = repair("--remove-damaged", "--json", str(root))
+    doc = json.loads(out)
+    valid("cold-repair.schema.json", doc)
+    assert code == 1 and doc["exit_code"] == 1 and doc["removed"] == [], out + err
+    assert [(d["file"], d["remove"]) for d in doc["damaged_originals"]] == [
+        (f"{FULL}.damaged", False)
+    ]
+    assert (root / f"{FULL}.damaged").read_bytes() == (STREAMS / FIXTURE[FULL]).read_bytes()
+
+
+def test_a_damaged_original_of_another_stream_is_kept_beside_a_flawless_one(
+    tmp_path: Path,
+) -> None:
+    # NAME intact, with intact parity and no problem at all: NAME.damaged is still not it
+    root = archive(tmp_path, 10)
+    shutil.copy(STREAMS / FIXTURE[INC], root / f"{FULL}.damaged")
+    code, out, err = repair("--remove-damaged", str(root))
+    assert code == 1, out + err
+    assert f"kept      {FULL}.damaged: its first record is" in out and "another stream" in out
+    assert f"{FULL}.damaged" in listing(root)
+
+
+def test_a_proven_replacement_lets_its_damaged_original_go_and_dry_run_says_so(
+    tmp_path: Path,
+) -> None:
+    root = archive(tmp_path, 10)
+    damaged = bytearray((STREAMS / FIXTURE[FULL]).read_bytes())
+    damaged[200_000] ^= 0x10
+    (root / f"{FULL}.damaged").write_bytes(bytes(damaged))
+    code, out, err = repair("-n", "--remove-damaged", str(root))
+    assert code == 0, out + err
+    assert f"would remove {FULL}.damaged: its stream is intact and proven" in out
+    assert f"{FULL}.damaged" in listing(root)  # -n removes nothing
+    code, out, err = repair("--remove-damaged", str(root))
+    assert code == 0 and f"removed   {FULL}.damaged" in out, out + err
+    assert f"{FULL}.damaged" not in listing(root)
