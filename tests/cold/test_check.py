@@ -286,6 +286,31 @@ def test_an_unreadable_sidecar_is_exit_2_not_a_mismatch(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert done.returncode == 2 and problems(doc) == {(FULL_S1, "unreadable")}, done.stdout
     assert set(restorable(doc)) == {"s1"}  # the stream itself was read and is intact
+    text = subprocess.run(
+        [*drop, console_script(), "cold", "check", "-q", str(root)], capture_output=True, text=True
+    )
+    assert text.stdout == "INCOMPLETE: 1 file(s) could not be read\n", text.stdout
+
+
+def test_an_archive_without_a_stream_proves_nothing(tmp_path: Path) -> None:
+    """An empty directory (a disk not mounted) or a --dataset no stream is of is not INTACT."""
+    (tmp_path / "empty").mkdir()
+    code, doc = check(tmp_path / "empty")
+    assert code == 1 and {p["kind"] for p in doc["problems"]} == {"empty"}
+    root = archive(tmp_path, FULL_S1)
+    code, doc = check(root, "--dataset", "zv/typo")
+    assert code == 1 and "no stream of zv/typo" in doc["problems"][0]["message"]
+    assert check(root, "--dataset", "zv/fs")[0] == 0
+
+
+def test_only_an_empty_file_with_a_lock_files_name_is_passed_over(tmp_path: Path) -> None:
+    """zverify's lock files are empty: a stream under that name, at any depth, is read."""
+    root = archive(tmp_path, FULL_S1)
+    (root / "sub").mkdir()
+    shutil.copy(STREAMS / "truncated_full_fs_s1.zstream", root / "sub" / ".zverify-writers.lock")
+    (root / ".zverify-readers.lock").write_bytes(b"")
+    code, doc = check(root, "--recursive")
+    assert code == 1 and problems(doc) == {("sub/.zverify-writers.lock", "truncated")}, doc
 
 
 def test_check_needs_no_zfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,6 +141,17 @@ def check_archive(
     )
 
 
+def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
+    """An archive (or a dataset of it) without a single intact stream proves nothing: an
+    empty directory, a disk that is not mounted, a --dataset misspelled."""
+    what = f"no stream of {dataset}" if dataset else "no stream"
+    return Problem(
+        report.directory,
+        "empty",
+        f"{what} in the archive: nothing to restore (a disk not mounted? a name misspelled?)",
+    )
+
+
 @dataclass
 class _Aside:
     """What is not read as a stream: sidecars and parity (name -> the file that was listed),
@@ -174,8 +185,8 @@ def _look(
             why = f"a directory that cannot be listed ({err.strerror}): not read"
         problem = Problem(name, "unreadable", why)
         return FileReport(name, "unknown", readable=False, problems=[problem])
-    if entry.name in lock.FILES and stat.S_ISREG(st.st_mode):
-        return None
+    if entry.name in lock.FILES and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        return None  # zverify's lock files are empty: a name alone hides nothing
     if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
         return _check_partial(store, name, st)
     if not stat.S_ISREG(st.st_mode):

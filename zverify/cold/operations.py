@@ -161,7 +161,10 @@ def check_places(
     store: LocalStore, dataset: str | None, wait: float, bars: Bars = no_bars
 ) -> ArchiveReport:
     with store.lock("read", wait), bars("checking", None) as hook:
-        return read_archive(store, dataset, _per_file(hook))
+        report = read_archive(store, dataset, _per_file(hook))
+    if not report.plans and not report.all_problems:
+        report.problems.append(check.nothing_found(report, dataset))
+    return report
 
 
 def _per_file(hook: Hook | None) -> ProgressHook | None:
