@@ -189,6 +189,27 @@ def test_recursive_refuses_a_place_inside_another(tmp_path: Path) -> None:
     assert "inside" in done.stderr
 
 
+def test_recursive_refuses_a_directory_bound_inside_a_place(tmp_path: Path) -> None:
+    """A bind mount of one place inside another shows the same files twice: they would count
+    as copies on two disks (and prune could weigh one against itself).  Refused, exit 2."""
+    x, y = put(tmp_path / "x", FULL), put(tmp_path / "y", INC)
+    (x / "m").mkdir()
+    bound = subprocess.run(["mount", "--bind", str(y), str(x / "m")], capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {bound.stderr.decode().strip()}")
+    try:
+        for args in (["--recursive", str(x), str(y)], ["--recursive", str(x / "m"), str(y)]):
+            code, doc, err = check(*args)
+            if args[1] == str(x / "m"):  # the same place twice, by two paths
+                assert code == 2 and "again" in err, err
+            else:
+                assert code == 2 and "bind mount" in err and doc == {}, err
+        done = zverify("cold", "prune", "--yes", "--recursive", str(x), str(y))
+        assert done.returncode == 2 and sorted(p.name for p in y.iterdir()) == [INC]
+    finally:
+        subprocess.run(["umount", str(x / "m")], check=True)
+
+
 def test_a_copy_on_another_disk_is_a_duplicate_said_to_be_a_copy(tmp_path: Path) -> None:
     one = put(tmp_path / "disk1", FULL, INC)
     two = put(tmp_path / "disk2", FULL)

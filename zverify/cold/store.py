@@ -128,16 +128,21 @@ class LocalStore:
         """Every entry of every place, sorted by key.  Raises ArchiveError when a place
         itself cannot be listed (a subdirectory that cannot be is an entry with error)."""
         found: list[Entry] = []
+        walked = {ids: os.path.join(place, "") for ids, place in self._ids.items()}
         for place in self.places:
             try:
                 owner = os.stat(place).st_uid
-                found += self._walk(place, "", owner)
+                found += self._walk(place, "", owner, walked)
             except OSError as err:
                 raise ArchiveError(f"cannot read archive {place!r}: {err.strerror}") from None
         return sorted(found, key=lambda e: e.key)
 
-    def _walk(self, place: str, below: str, owner: int) -> list[Entry]:
-        """The entries of place/below; raises OSError when it cannot be listed."""
+    def _walk(
+        self, place: str, below: str, owner: int, walked: dict[tuple[int, int], str]
+    ) -> list[Entry]:
+        """The entries of place/below; raises OSError when it cannot be listed, ArchiveError
+        when a directory below is one walked already (a bind mount: its files would count
+        twice, as copies that are one file)."""
         with os.scandir(os.path.join(place, below) if below else place) as it:
             listed = sorted(e.name for e in it)
         out: list[Entry] = []
@@ -154,8 +159,15 @@ class LocalStore:
             if not (self.recursive and stat.S_ISDIR(st.st_mode)) or work:
                 out.append(Entry(key, place, st, None, owner))
                 continue
+            path = os.path.join(place, relative, "")
+            again = walked.setdefault((st.st_dev, st.st_ino), path)
+            if again != path:
+                raise ArchiveError(
+                    f"archive directory {path!r} is {again!r} again (a bind mount?): "
+                    "each directory is read once"
+                )
             try:
-                out += self._walk(place, relative, owner)
+                out += self._walk(place, relative, owner, walked)
             except OSError as err:
                 out.append(Entry(key, place, st, err, owner))
         return out
