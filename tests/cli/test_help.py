@@ -4,13 +4,14 @@ one, completion works, and the man page carries every option.  Run through the i
 console script, as a user meets it."""
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.cli.console import REPO, needs_installed_command, zverify
+from tests.cli.console import REPO, console_script, needs_installed_command, zverify
 from zverify.compare.policy import CODES, PROFILES
 
 pytestmark = needs_installed_command
@@ -67,8 +68,15 @@ def test_a_mistyped_name_gets_the_nearest(args: list[str], hint: str) -> None:
 
 
 def test_shell_completion_completes_commands_and_options() -> None:
-    script = zverify("--show-completion", "bash", env={"SHELL": "/bin/bash"})
-    assert script.returncode == 0 and "_zverify_completion" in script.stdout, script.stderr
+    # typer takes the shell from the process tree (shellingham), not from an argument: run it
+    # under bash, as a user does, and keep bash the parent (`; true`: bash -c would exec it)
+    script = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(console_script())} --show-completion; true"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
+    assert "_zverify_completion" in script.stdout, script.stderr
     for words, cword, expected in (
         ("zverify comp", "1", "compare"),
         ("zverify compare --pro", "2", "--profile"),
