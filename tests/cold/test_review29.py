@@ -5,9 +5,14 @@ that NAME replaces it, dry runs write nothing, and what could not be read is exi
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
+
+from tests.cli.console import console_script
 from tests.cold.standin import STREAMS, plain_env, run, valid
 from tests.cold.test_parity import FIXTURE, FULL, INC, archive, listing
 
@@ -69,3 +74,58 @@ def test_a_proven_replacement_lets_its_damaged_original_go_and_dry_run_says_so(
     code, out, err = repair("--remove-damaged", str(root))
     assert code == 0 and f"removed   {FULL}.damaged" in out, out + err
     assert f"{FULL}.damaged" not in listing(root)
+
+
+# -- 3. parity and repair: what could not be read is exit 2, and said ------------------------
+
+INC2 = "zv%2Ffs@s2-@s3.zfsinc"
+
+
+def unprivileged(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed zverify as a user mode 0 stops: root without the capabilities that
+    read past it (setpriv), anyone else as they are."""
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        pytest.skip("root without setpriv: mode 0 would not stop it")
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    command = [*(drop if os.geteuid() == 0 else []), console_script(), "cold", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=plain_env(), timeout=120)
+
+
+def chain(root: Path) -> Path:
+    root.mkdir(parents=True)
+    for name, fixture in (*FIXTURE.items(), (INC2, INC_EMPTY)):
+        shutil.copy(STREAMS / fixture, root / name)
+    return root
+
+
+@pytest.mark.parametrize("command", ["parity", "repair"])
+def test_a_place_that_cannot_be_listed_leaves_parity_and_repair_unverified(
+    tmp_path: Path, command: str
+) -> None:
+    chain(tmp_path / "a" / "ok")
+    shut = tmp_path / "a" / "shut"
+    shut.mkdir()
+    shutil.copy(STREAMS / FIXTURE[FULL], shut / FULL)
+    shut.chmod(0)
+    try:
+        done = unprivileged(command, "--no-progress", "-r", str(tmp_path / "a"))
+    finally:
+        shut.chmod(0o755)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "not read  shut: a directory that cannot be listed" in done.stdout
+    assert done.stdout.splitlines()[-1].endswith("1 file(s) not read: not verified")
+
+
+@pytest.mark.parametrize("command", ["parity", "repair"])
+def test_a_stream_that_cannot_be_read_leaves_parity_and_repair_unverified(
+    tmp_path: Path, command: str
+) -> None:
+    root = chain(tmp_path / "a")
+    (root / INC2).chmod(0)
+    done = unprivileged(command, "--no-progress", "--json", str(root))
+    doc = json.loads(done.stdout)
+    valid(f"cold-{command}.schema.json", doc)
+    assert done.returncode == 2 and doc["exit_code"] == 2, done.stdout + done.stderr
+    text = unprivileged(command, "--no-progress", "-n", str(root))
+    assert text.returncode == 2, text.stdout + text.stderr
+    assert f"not read  {INC2}: cannot open: Permission denied" in text.stdout

@@ -12,7 +12,7 @@ it goes and how it looks.
 import contextlib
 import os
 import shlex
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,11 +107,18 @@ class Cleaned:
         return exitcodes.verdict(unverified=False, different=any(f.left for f in self.found))
 
 
+def not_read(report: ArchiveReport, but: Collection[str] = ()) -> list[check.Problem]:
+    """What the check could not read or prove (each leaves the archive not verified), but
+    the files in but (a stream repaired from its parity since)."""
+    return [p for p in report.all_problems if p.kind in check.UNVERIFIED and p.file not in but]
+
+
 @dataclass
 class Protected:
     done: list[tuple[str, str, str]]  # (stream, status, message)
     percent: int
     dry_run: bool
+    unread: list[check.Problem] = field(default_factory=list)  # the archive was not all read
 
     @property
     def left(self) -> int:
@@ -119,7 +126,7 @@ class Protected:
 
     @property
     def exit_code(self) -> int:
-        return exitcodes.verdict(unverified=False, different=bool(self.left))
+        return exitcodes.verdict(unverified=bool(self.unread), different=bool(self.left))
 
 
 # outcome statuses: failed could not be carried out (not verified); these found a stream
@@ -134,11 +141,12 @@ class Repaired:
     removed: list[str] = field(default_factory=list)
     dry_run: bool = False
     removals: list[Removal] = field(default_factory=list)  # --remove-damaged's decisions
+    unread: list[check.Problem] = field(default_factory=list)  # the archive was not all read
 
     @property
     def exit_code(self) -> int:
         return exitcodes.verdict(
-            unverified=any(o.status == "failed" for o in self.outcomes),
+            unverified=bool(self.unread) or any(o.status == "failed" for o in self.outcomes),
             different=any(o.status in _CANNOT for o in self.outcomes)
             or any(not r.remove for r in self.removals),
         )
@@ -362,7 +370,7 @@ def protect_streams(
             report = read_archive(store, None, _per_file(hook))
         level = parity_level(report, percent) or protect.DEFAULT_PERCENT
         done = (protect.planned if dry_run else protect.protect)(report, level)
-    return Protected(done, level, dry_run)
+    return Protected(done, level, dry_run, not_read(report))
 
 
 def repair_streams(
@@ -383,11 +391,12 @@ def repair_streams(
         if dry_run:
             outcomes = repair.planned(report, asked)
             judged = repair.judge_damaged(report, []) if remove_damaged else []
-            return Repaired(store.shown, outcomes, dry_run=True, removals=judged)
+            return Repaired(store.shown, outcomes, [], True, judged, not_read(report))
         outcomes = _repair_all(store, report, asked, events)
         judged = repair.judge_damaged(report, outcomes) if remove_damaged else []
         removed = repair.drop_damaged(store, judged)
-    return Repaired(store.shown, outcomes, removed, removals=judged)
+    rebuilt = {o.name for o in outcomes if o.status == "repaired"}  # read again, whole
+    return Repaired(store.shown, outcomes, removed, False, judged, not_read(report, rebuilt))
 
 
 def _repair_all(

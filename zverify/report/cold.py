@@ -354,6 +354,7 @@ def repair_text(r: Repaired) -> str:
     lines of what would be done)."""
     lines = [repair_line(o).rstrip("\n") for o in r.outcomes] if r.dry_run else []
     lines += [f"removed   {shown(name)}" for name in r.removed]
+    lines += _not_read_lines(r.unread)
     if r.dry_run:
         lines += [f"would remove {shown(d.name)}: {d.why}" for d in r.removals if d.remove]
     lines += [f"kept      {shown(d.name)}: {d.why}" for d in r.removals if not d.remove]
@@ -364,9 +365,19 @@ def repair_text(r: Repaired) -> str:
     return _text(lines)
 
 
+def _not_read_lines(unread: list[Problem]) -> list[str]:
+    """What the archive's check could not read: the verdict cannot be better than that."""
+    return [f"not read  {shown(p.file)}: {p.message}" for p in unread]
+
+
+def _unverified(unread: list[Problem]) -> str:
+    return f"; {len(unread)} file(s) not read: not verified" if unread else ""
+
+
 def _repair_verdict(r: Repaired) -> str:
     kept = sum(not d.remove for d in r.removals)
     left = f"; {kept} damaged original(s) kept, not proven replaced" if kept else ""
+    left += _unverified(r.unread)
     if not r.outcomes:
         return f"nothing to repair{left}"
     counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(o.status for o in r.outcomes).items()))
@@ -517,6 +528,8 @@ def parity_text(r: Protected) -> str:
     made = sum(status != "left" for _, status, _ in r.done)
     summary = f"{made} stream(s) {'would be ' if r.dry_run else ''}protected"
     summary += f", {r.left} left without" if r.left else ""
+    summary += _unverified(r.unread)
+    lines += _not_read_lines(r.unread)
     lines.append(f"dry run: nothing made; {summary}" if r.dry_run else summary)
     return _text(lines)
 
