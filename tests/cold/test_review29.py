@@ -129,3 +129,19 @@ def test_a_stream_that_cannot_be_read_leaves_parity_and_repair_unverified(
     text = unprivileged(command, "--no-progress", "-n", str(root))
     assert text.returncode == 2, text.stdout + text.stderr
     assert f"not read  {INC2}: cannot open: Permission denied" in text.stdout
+
+
+# -- 4. repair gives every stream that is not intact an outcome -----------------------------
+
+
+def test_a_damaged_stream_without_parity_is_never_nothing_to_repair(tmp_path: Path) -> None:
+    root = archive(tmp_path, 0)
+    data = bytearray((root / FULL).read_bytes())
+    data[1000] ^= 0x10
+    (root / FULL).write_bytes(bytes(data))
+    for dry in ([], ["-n"]):
+        code, out, err = repair(*dry, str(root))
+        assert code == 1, out + err
+        assert f"no-parity {FULL}: has no parity: it cannot be repaired" in out
+        assert "nothing to repair" not in out
+    assert (root / FULL).read_bytes() == bytes(data)  # nothing replaced

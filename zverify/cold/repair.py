@@ -52,8 +52,9 @@ class Outcome:
 
 
 def wanted(report: ArchiveReport, asked: list[str]) -> list[FileReport]:
-    """The files to repair: those asked for, else every stream that is not intact and has
-    parity.  Raises ColdError for a name that is not a stream of the archive."""
+    """The files to repair: those asked for, else every stream that is not intact (with
+    parity or not: one without is an outcome too, never passed over as if it were well).
+    Raises ColdError for a name that is not a stream of the archive."""
     streams = {f.name: f for f in report.files if f.kind != "partial"}
     if asked:
         found = {a: _stream_named(report, streams, a) for a in asked}
@@ -61,7 +62,14 @@ def wanted(report: ArchiveReport, asked: list[str]) -> list[FileReport]:
         if unknown:
             raise ColdError(f"not a stream of the archive: {', '.join(map(names.shown, unknown))}")
         return [f for f in found.values() if f is not None]
-    return [f for f in streams.values() if f.archived is None and f.parity is not None]
+    return [f for f in streams.values() if f.archived is None and _a_stream(f)]
+
+
+def _a_stream(f: FileReport) -> bool:
+    """A file meant as a stream: one that was opened and read, or has parity, or is named as
+    one.  Symlinks, devices and directories that cannot be listed are check's to report."""
+    named = names.parse(os.path.basename(f.name)) is not None
+    return f.identity is not None or f.parity is not None or named
 
 
 def planned(report: ArchiveReport, asked: list[str]) -> list[Outcome]:
