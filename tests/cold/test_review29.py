@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import console_script
-from tests.cold.standin import STREAMS, plain_env, run, valid
-from tests.cold.test_parity import FIXTURE, FULL, INC, archive, listing
+from tests.cold.standin import STREAMS, ZfsStandIn, plain_env, run, valid
+from tests.cold.test_parity import FIXTURE, FULL, INC, archive, digest, listing
 
 INC_EMPTY = "incr_empty_fs_s2_s3.zstream"
 
@@ -145,3 +145,33 @@ def test_a_damaged_stream_without_parity_is_never_nothing_to_repair(tmp_path: Pa
         assert f"no-parity {FULL}: has no parity: it cannot be repaired" in out
         assert "nothing to repair" not in out
     assert (root / FULL).read_bytes() == bytes(data)  # nothing replaced
+
+
+# -- 2. restore -n writes nothing: no repair, no script --------------------------------------
+
+
+def test_restore_dry_run_with_repair_says_what_it_would_repair_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    zfs = ZfsStandIn(tmp_path / "standin")  # stands in for zfs: none runs here
+    root = archive(tmp_path, 10)
+    data = bytearray((root / FULL).read_bytes())
+    data[1000] ^= 0x10
+    (root / FULL).write_bytes(bytes(data))
+    before = {name: digest(root / name) for name in listing(root)}
+    done = run(
+        "cold", "restore", "-n", "--repair", "--no-progress", str(root), "zv/r", env=zfs.env()
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # planned as the archive is
+    assert f"repairable {FULL}: would be repaired" in done.stderr
+    assert {name: digest(root / name) for name in listing(root)} == before
+
+
+def test_restore_dry_run_with_a_script_is_a_usage_error(tmp_path: Path) -> None:
+    zfs = ZfsStandIn(tmp_path / "standin")
+    root = archive(tmp_path, 0)
+    script = tmp_path / "receive.sh"
+    args = ("cold", "restore", "-n", "--script", str(script), str(root), "zv/r")
+    done = run(*args, env=zfs.env())
+    assert done.returncode == 2 and not script.exists(), done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "--dry-run writes nothing" in done.stderr

@@ -204,6 +204,8 @@ def restore(
     error."""
     from zverify.cold import operations
 
+    if dry_run and script_file is not None:
+        raise UsageError("--script writes a file and --dry-run writes nothing: give one")
     store = _store(directories, recursive)
     options = operations.RestoreOptions(snapshot, dataset, repair_first, dry_run, script_file)
     bars = _bars(quiet or no_progress or as_json)

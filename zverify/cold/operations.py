@@ -271,10 +271,14 @@ def restore_snapshot(
     script).  Raises UnrestorableError (exit 1) when the archive cannot, with a hint when
     its parity can repair what is in the way."""
     events = events or Events()
+    repairing = options.repair_first and not options.dry_run  # -n writes nothing at all
     # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
-    with store.lock("delete" if options.repair_first else "read", wait):
+    with store.lock("delete" if repairing else "read", wait):
         report = read_archive(store, options.dataset)
-        if options.repair_first and _repair_all(store, report, [], events):
+        if options.repair_first and options.dry_run:
+            for outcome in repair.planned(report, []):  # said, and planned as things are
+                events.repaired(outcome)
+        elif repairing and _repair_all(store, report, [], events):
             report = read_archive(store, options.dataset)
         events.archive_read(report)
         with _hint_repair(store, report):
