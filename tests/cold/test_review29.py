@@ -175,3 +175,12 @@ def test_restore_dry_run_with_a_script_is_a_usage_error(tmp_path: Path) -> None:
     done = run(*args, env=zfs.env())
     assert done.returncode == 2 and not script.exists(), done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "--dry-run writes nothing" in done.stderr
+
+
+# -- 5. repair -n --yes contradicts itself, as in prune and clean ----------------------------
+
+
+def test_repair_refuses_dry_run_with_yes(tmp_path: Path) -> None:
+    root = archive(tmp_path, 0)
+    code, out, err = repair("-n", "--yes", str(root))
+    assert code == 2 and "contradict" in err and err.count("\n") == 1, out + err

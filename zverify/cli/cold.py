@@ -331,6 +331,7 @@ def repair(
     damaged, or all repairable: -n), 1 a stream cannot be repaired (why), 2 error."""
     from zverify.cold import operations
 
+    _acting(yes, dry_run)  # -n --yes: a usage error, as in prune and clean
     if yes:
         print(
             "zverify: warning: `cold repair --yes` is deprecated (--yes only ever means "
