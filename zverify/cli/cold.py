@@ -308,7 +308,7 @@ def repair(
         typer.Argument(
             metavar="DIR... [STREAM]...",
             help="The archive's directories, then the streams to repair (default: every "
-            "damaged one with parity).",
+            "one that is not intact).",
         ),
     ],
     remove_damaged: Annotated[
@@ -327,8 +327,9 @@ def repair(
 ) -> int:
     """Repair damaged streams from their parity into new files, prove each completely (stream
     checksums, GUIDs and SHA-256 of its sidecar, MD5 of its parity), then replace it, keeping
-    the original as NAME.damaged until --remove-damaged.  Exit 0 repaired (or nothing
-    damaged, or all repairable: -n), 1 a stream cannot be repaired (why), 2 error."""
+    the original as NAME.damaged until --remove-damaged (only when NAME is proven to replace
+    it).  Exit 0 repaired (or nothing damaged, or all repairable: -n), 1 a stream cannot be
+    repaired or a damaged original is kept (why), 2 error or a file not read."""
     from zverify.cold import operations
 
     _acting(yes, dry_run)  # -n --yes: a usage error, as in prune and clean
