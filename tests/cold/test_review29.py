@@ -126,6 +126,9 @@ def test_a_stream_that_cannot_be_read_leaves_parity_and_repair_unverified(
     doc = json.loads(done.stdout)
     valid(f"cold-{command}.schema.json", doc)
     assert done.returncode == 2 and doc["exit_code"] == 2, done.stdout + done.stderr
+    assert [(n["file"], n["message"]) for n in doc["not_read"]] == [
+        (INC2, "cannot open: Permission denied")
+    ]
     text = unprivileged(command, "--no-progress", "-n", str(root))
     assert text.returncode == 2, text.stdout + text.stderr
     assert f"not read  {INC2}: cannot open: Permission denied" in text.stdout

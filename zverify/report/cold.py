@@ -370,6 +370,10 @@ def _not_read_lines(unread: list[Problem]) -> list[str]:
     return [f"not read  {shown(p.file)}: {p.message}" for p in unread]
 
 
+def _not_read_docs(unread: list[Problem]) -> list[dict[str, Any]]:
+    return [{**_file_key(p.file), "message": _message(p.message)} for p in unread]
+
+
 def _unverified(unread: list[Problem]) -> str:
     return f"; {len(unread)} file(s) not read: not verified" if unread else ""
 
@@ -403,6 +407,7 @@ def repair_json(r: Repaired) -> str:
         "damaged_originals": [
             {**_file_key(d.name), "remove": d.remove, "reason": _message(d.why)} for d in r.removals
         ],
+        "not_read": _not_read_docs(r.unread),
     }
     return _dump(doc)
 
@@ -545,6 +550,7 @@ def parity_json(r: Protected) -> str:
                 {**_file_key(name), "status": status, "message": _message(message)}
                 for name, status, message in r.done
             ],
+            "not_read": _not_read_docs(r.unread),
         }
     )
 
