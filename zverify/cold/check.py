@@ -94,12 +94,14 @@ class ArchiveReport:
         return [p for f in self.files for p in f.problems] + self.problems
 
     @property
+    def not_read(self) -> list[Problem]:
+        """What could not be read or proven.  A sidecar or parity file that could not be
+        read leaves its stream readable, and the archive not verified all the same."""
+        return [p for p in self.all_problems if p.kind in UNVERIFIED]
+
+    @property
     def exit_code(self) -> int:
-        # a sidecar or parity file that could not be read leaves its stream readable, and
-        # the archive not verified all the same
-        unread = any(not f.readable for f in self.files) or any(
-            p.kind in UNVERIFIED for p in self.all_problems
-        )
+        unread = any(not f.readable for f in self.files) or bool(self.not_read)
         return exitcodes.verdict(unverified=unread, different=bool(self.all_problems))
 
 

@@ -110,7 +110,7 @@ class Cleaned:
 def not_read(report: ArchiveReport, but: Collection[str] = ()) -> list[check.Problem]:
     """What the check could not read or prove (each leaves the archive not verified), but
     the files in but (a stream repaired from its parity since)."""
-    return [p for p in report.all_problems if p.kind in check.UNVERIFIED and p.file not in but]
+    return [p for p in report.not_read if p.file not in but]
 
 
 @dataclass
@@ -386,7 +386,7 @@ def repair_streams(
     bars: Bars = no_bars,
     events: Events | None = None,
 ) -> Repaired:
-    """Repair what was asked (default every damaged stream with parity); with
+    """Repair what was asked (default every stream that is not intact); with
     remove_damaged, then remove the originals of streams proven in this run."""
     events = events or Events()
     with store.lock("read" if dry_run else "delete", wait):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from zverify import exitcodes
-from zverify.cold.check import UNVERIFIED, ArchiveReport, FileReport, Problem
+from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
 from zverify.cold.operations import Cleaned, Protected, Pruned, Repaired, Restored, Result, Sent
@@ -86,7 +86,7 @@ def _restorable(r: Restorable) -> str:
 def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
     if report.exit_code == exitcodes.TROUBLE:
         unread = {f.name for f in report.files if not f.readable}
-        unread |= {p.file for p in report.all_problems if p.kind in UNVERIFIED}  # sidecar, parity
+        unread |= {p.file for p in report.not_read}  # sidecars and parity too
         return f"INCOMPLETE: {len(unread)} file(s) could not be read"
     if not problems:
         busy = sum(bool(f.in_progress) for f in report.files)
