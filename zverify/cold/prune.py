@@ -220,16 +220,12 @@ def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) ->
     for name in decision.files:
         path = store.local_path(name)
         try:
-            st = os.lstat(path)
             expected = read.get(name)
-            if expected is None or not stat.S_ISREG(st.st_mode) or not expected.unchanged(st):
-                raise ColdError(
-                    f"{shown(name)} is not the file that was verified any more (replaced or "
-                    "changed since): not deleted"
-                )
+            store.ensure_unchanged(name, expected)  # before its sidecar and parity go
             _delete_sidecar(path + SIDECAR)
             for name_of_parity in parity.get(name, []):
                 _delete_sidecar(store.local_path(name_of_parity))
+            assert expected is not None  # ensure_unchanged refuses None
             store.delete(name, expected)  # still the very file: checked again as it goes
         except Unsynced as err:
             deleted.append(name)

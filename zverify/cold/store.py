@@ -62,6 +62,7 @@ class Store(Protocol):
     def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
     def writer(self, key: str) -> "Writer": ...
     def delete(self, key: str, expect: Identity) -> None: ...
+    def ensure_unchanged(self, key: str, expect: Identity | None) -> None: ...
     def lock(self, how: str, wait: float = 0) -> "contextlib.AbstractContextManager[None]": ...
     def local_path(self, key: str) -> str: ...
     def place_of(self, key: str) -> str: ...
@@ -194,19 +195,23 @@ class LocalStore:
         """Unlink key only when it is still the very regular file that was proven (inode,
         size and modification time), then fsync its directory.  Raises ColdError when it is
         not, OSError when the unlink fails, Unsynced when it is gone but the fsync failed."""
-        path = self.local_path(key)
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or not expect.unchanged(st):
-            raise ColdError(
-                f"{names.shown(key)} is not the file that was verified any more (replaced or "
-                "changed since): not deleted"
-            )
-        os.unlink(path)
+        self.ensure_unchanged(key, expect)
+        os.unlink(self.local_path(key))
         directory = self.directory_of(key)
         try:
             fsync_dir(directory)
         except OSError as err:
             raise Unsynced(f"the fsync of {directory} failed: {err.strerror}") from None
+
+    def ensure_unchanged(self, key: str, expect: Identity | None) -> None:
+        """Raises ColdError unless key is still the very regular file that was proven
+        (expect None: it never was), OSError when it cannot be looked at."""
+        st = os.lstat(self.local_path(key))
+        if expect is None or not stat.S_ISREG(st.st_mode) or not expect.unchanged(st):
+            raise ColdError(
+                f"{names.shown(key)} is not the file that was verified any more (replaced or "
+                "changed since): not deleted"
+            )
 
     @contextlib.contextmanager
     def lock(self, how: str, wait: float = 0) -> Iterator[None]:
