@@ -6,8 +6,17 @@ bash scripts/setup.sh
 # Real OpenZFS runs in a qemu VM built once and cached in ~/.cache/zverify-vm (11-18 min cold,
 # instant warm).  If it cannot be built here the zfs tests skip and say why, unless
 # ZVERIFY_ZFS_REQUIRED=1 (CI), which makes that a failure.
+# The s3 tests run against a real S3 server, versitygw, built once from the Go module proxy
+# (1.5 min cold, cached in ~/.cache/zverify-s3; needs Go >= 1.25), beside the VM build, whose
+# qemu uses one of the cores.  Same rule: ZVERIFY_S3_REQUIRED=1 makes a failed build fatal.
+bash scripts/versitygw.sh &
+s3_build=$!
 if ! python3 -m tests.zfsvm build; then
     [ "${ZVERIFY_ZFS_REQUIRED:-0}" = 1 ] && exit 2
     echo "test: no ZFS VM; the zfs-marked tests will skip" >&2
+fi
+if ! wait "$s3_build"; then
+    [ "${ZVERIFY_S3_REQUIRED:-0}" = 1 ] && exit 2
+    echo "test: no versitygw; the s3-marked tests will skip" >&2
 fi
 python3 -m pytest "$@"
