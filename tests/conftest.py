@@ -11,6 +11,8 @@ import pytest
 from tests.treebuilder import build_rich_tree
 from tests.zfsvm.backend import availability as zfs_availability
 
+pytest_plugins = ["tests.s3.fixtures"]  # s3server, s3env*: the real S3 server
+
 
 def _can_loop_mount() -> tuple[bool, str]:
     if os.geteuid() != 0:
