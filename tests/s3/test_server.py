@@ -220,6 +220,25 @@ def test_flipped_byte_is_served_under_the_old_metadata(s3env: S3Env) -> None:
         c.get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
+def test_flipped_byte_in_a_multipart_object_passes_the_default_client(s3env: S3Env) -> None:
+    """For a COMPOSITE checksum boto3 1.43 validates nothing on GET, even with
+    ChecksumMode="ENABLED": the damaged bytes arrive with no error. Only zverify's own
+    hash of what it read can tell."""
+    c, bucket, key = s3env.client, s3env.bucket, "archive/mprot"
+    parts = [os.urandom(5 * MIB), os.urandom(100)]
+    upload, done = upload_parts(s3env, key, parts, ChecksumAlgorithm="SHA256")
+    c.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": done}
+    )
+    with s3env.server.backend_file(bucket, key).open("r+b") as f:
+        f.seek(10)
+        f.write(bytes([parts[0][10] ^ 0x01]))
+    for mode in ({}, {"ChecksumMode": "ENABLED"}):
+        got = c.get_object(Bucket=bucket, Key=key, **mode)["Body"].read()
+        assert got[10] == parts[0][10] ^ 0x01, mode
+        assert got[11:] == b"".join(parts)[11:], mode
+
+
 def test_abandoned_upload_is_listed_and_abort_removes_it(s3env: S3Env) -> None:
     c, bucket = s3env.client, s3env.bucket
     upload, _ = upload_parts(s3env, "archive/left", [b"half"])
