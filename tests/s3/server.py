@@ -156,7 +156,8 @@ class Versitygw:
         The latest version is ROOT/BUCKET/KEY, whatever its version id (its
         ``user.version-id`` xattr; none for the "null" version). Older versions are
         VERSIONS/BUCKET/h[0:2]/h[2:4]/h[4:6]/h/VERSION_ID with h = sha256(KEY) in hex
-        (backend/posix/posix.go, genObjVersionKey).
+        (backend/posix/posix.go, genObjVersionKey). A delete marker is an empty file with a
+        ``user.delete-marker`` xattr, in the same places: FileNotFoundError, as for no file.
         """
         latest = self.root / bucket / key
         if version_id is None or _version_of(latest) == version_id:
@@ -166,6 +167,8 @@ class Versitygw:
             path = self.versions / bucket / h[:2] / h[2:4] / h[4:6] / h / version_id
         if not path.is_file():
             raise FileNotFoundError(f"no file for s3://{bucket}/{key} ({version_id}): {path}")
+        if "user.delete-marker" in os.listxattr(path):  # an empty file: no object's bytes
+            raise FileNotFoundError(f"s3://{bucket}/{key} ({version_id}) is a delete marker")
         return path
 
     def env(self) -> dict[str, str]:

@@ -294,6 +294,8 @@ def test_compliance_retention_refuses_version_delete(s3env_locked: S3Env) -> Non
         (marker["VersionId"], True)
     ]
     assert s3env_locked.server.backend_file(bucket, key, version).read_bytes() == b"stream"
+    with pytest.raises(FileNotFoundError, match="delete marker"):
+        s3env_locked.server.backend_file(bucket, key)
 
 
 def test_backend_file_of_older_versions(s3env_versioned: S3Env) -> None:
