@@ -20,7 +20,7 @@ from zverify.errors import UsageError
 
 if TYPE_CHECKING:
     from zverify.cold.operations import Bars, Events, Hook, Result
-    from zverify.cold.store import LocalStore
+    from zverify.cold.store import Store
 
 app = typer.Typer(
     name="cold",
@@ -50,7 +50,19 @@ Places = Annotated[
     list[str],
     typer.Argument(
         metavar="DIR...",
-        help="The archive: one directory, or several (a chain may be spread over them).",
+        help="The archive: one directory, or several (a chain may be spread over them), or "
+        "one s3://BUCKET/PREFIX.",
+    ),
+]
+
+EndpointUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint-url",
+        metavar="URL",
+        show_default=False,
+        help="The S3 server of an s3:// archive (default: AWS, or AWS_ENDPOINT_URL and the "
+        "AWS configuration files).",
     ),
 ]
 
@@ -101,15 +113,30 @@ def check(
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
+    depth: Annotated[
+        str,
+        typer.Option(
+            "--depth",
+            metavar="full|metadata",
+            help="full: every byte read and validated (the only depth that proves content and "
+            "chains).  metadata (s3:// only): listing, HEAD and sidecars compared, no stream "
+            "byte read.",
+        ),
+    ] = "full",
 ) -> int:
     """Read every stream completely, rebuild the chains by GUID across every DIR: exit 0
     every file intact and every incremental reachable from a full, 1 anything else found, 2
     could not read."""
     from zverify.cold import operations
 
-    store = _store(directories, recursive)
+    if depth not in ("full", "metadata"):
+        raise UsageError(f"--depth {depth!r}: full or metadata")
+    store = _store(directories, recursive, endpoint_url)
+    if depth == "metadata" and store.uses_local_files:
+        raise UsageError("--depth metadata is for s3:// archives: a file's bytes are its proof")
     bars = _bars(quiet or no_progress or as_json)
-    report = operations.check_places(store, dataset, max(0.0, wait), bars)
+    report = operations.check_places(store, dataset, max(0.0, wait), bars, depth)
     return _show(report, as_json, quiet)
 
 
@@ -158,6 +185,7 @@ def send(
     quiet: Quiet = False,
     no_progress: NoProgress = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
 ) -> int:
     """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
     can already restore; validated while written, then its parity made (--parity).  With -n,
@@ -170,7 +198,7 @@ def send(
         snapshot, full, intermediate, asked, hold, parity, _compress_option(compress), dry_run
     )
     bars = _bars(quiet or no_progress or as_json)
-    store = _store([directory, *(also or [])], False)
+    store = _store([directory, *(also or [])], False, endpoint_url)
     result = operations.send_next(dataset, store, options, max(0.0, wait), bars, _events())
     return _show(result, as_json, quiet)
 
@@ -198,6 +226,7 @@ def restore(
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
 ) -> int:
     """Restore a snapshot from the archive in DIR... (a chain may be spread over them): exit
     0 restored and proven by GUID (or planned: -n, --script), 1 the archive cannot (why), 2
@@ -206,7 +235,7 @@ def restore(
 
     if dry_run and script_file is not None:
         raise UsageError("--script writes a file and --dry-run writes nothing: give one")
-    store = _store(directories, recursive)
+    store = _store(directories, recursive, endpoint_url)
     options = operations.RestoreOptions(snapshot, dataset, repair_first, dry_run, script_file)
     bars = _bars(quiet or no_progress or as_json)
     events = _events(repairs_to_stderr=not quiet)
@@ -236,6 +265,7 @@ def prune(
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
 ) -> int:
     """Remove old chains, each only when the newer chain was read completely just now (and,
     with --trial-receive, received), deleting only inside DIR...: exit 0 pruned or nothing
@@ -245,7 +275,7 @@ def prune(
     yes = _acting(yes, dry_run)
     bars = _bars(quiet or no_progress or as_json)
     args = (
-        _store(directories, recursive),
+        _store(directories, recursive, endpoint_url),
         dataset,
         keep_chains,
         yes,
@@ -266,6 +296,7 @@ def clean(
     no_progress: NoProgress = False,  # accepted as everywhere: clean reads no stream
     recursive: Recursive = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
 ) -> int:
     """Remove the NAME.partial files that interrupted sends left (and the work directories of
     interrupted parity and repair runs), only when no run holds them (the lock proves it):
@@ -273,7 +304,7 @@ def clean(
     alone (why), 2 error."""
     from zverify.cold import operations
 
-    store = _store(directories, recursive)
+    store = _store(directories, recursive, endpoint_url)
     result = operations.clean_places(store, _acting(yes, dry_run), max(0.0, wait))
     return _show(result, as_json, quiet)
 
@@ -288,6 +319,7 @@ def parity(
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
 ) -> int:
     """Give every intact stream PAR2 parity: added where there is none, made again where it
     is damaged or of another file (default level: the archive's, else 10%).  Exit 0 every
@@ -296,7 +328,7 @@ def parity(
     from zverify.cold import operations
 
     bars = _bars(quiet or no_progress or as_json)
-    store = _store(directories, recursive)
+    store = _store(directories, recursive, endpoint_url)
     result = operations.protect_streams(store, percent, dry_run, max(0.0, wait), bars)
     return _show(result, as_json, quiet)
 
@@ -324,6 +356,7 @@ def repair(
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
 ) -> int:
     """Repair damaged streams from their parity into new files, prove each completely (stream
     checksums, GUIDs and SHA-256 of its sidecar, MD5 of its parity), then replace it, keeping
@@ -342,8 +375,9 @@ def repair(
     quiet_lines = quiet or as_json or dry_run  # a dry run lists its outcomes at the end
     bars = _bars(quiet or no_progress or as_json)
     directories, files = _split_places(arguments)
+    store = _store(directories, recursive, endpoint_url)
     result = operations.repair_streams(
-        _store(directories, recursive), files, remove_damaged or yes, dry_run, max(0.0, wait), bars,
+        store, files, remove_damaged or yes, dry_run, max(0.0, wait), bars,
         _events(repairs_to_stdout=not quiet_lines),
     )  # fmt: skip
     return _show(result, as_json, quiet)
@@ -358,11 +392,20 @@ def _compress_option(text: str | None) -> tuple[str, int | None] | None:
         raise UsageError(str(err)) from None
 
 
-def _store(directories: list[str], recursive: bool) -> "LocalStore":
-    """The places of the archive.  Raises ArchiveError naming one that cannot be read."""
+def _store(directories: list[str], recursive: bool, endpoint_url: str | None) -> "Store":
+    """The places of the archive (directories, or one s3:// URL).  Raises ArchiveError
+    naming one that cannot be read."""
+    from zverify.cold import s3
     from zverify.cold.store import LocalStore
 
-    return LocalStore(directories, recursive)
+    urls = [d for d in directories if s3.is_url(d)]
+    if not urls:
+        return LocalStore(directories, recursive)
+    if len(directories) > 1:
+        raise UsageError("an s3:// archive is given alone: one URL, no directories beside it")
+    if recursive:
+        raise UsageError("--recursive is for directories: every key below an s3:// URL is read")
+    return s3.S3Store(urls[0], endpoint_url)
 
 
 def _split_places(arguments: list[str]) -> tuple[list[str], list[str]]:

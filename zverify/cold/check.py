@@ -17,6 +17,7 @@ without is reported.  NAME.damaged, the original a repair replaced (zverify.cold
 listed, never read as a stream.
 """
 
+import contextlib
 import errno
 import os
 import shlex
@@ -29,7 +30,8 @@ from zverify.cold import entries, lock, names, parity, sidecar
 from zverify.cold.entries import Identity
 from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
-from zverify.cold.store import Entry, LocalStore
+from zverify.cold.store import Entry, LocalStore, Store
+from zverify.errors import ColdError
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
 from zverify.sendstream.format import BeginFlag, Feature
 from zverify.sendstream.rules import RESUMING
@@ -38,7 +40,8 @@ from zverify.sendstream.validate import StreamReport, Substream, verify_stream
 ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 
 
-UNVERIFIED = ("unreadable", "changed")  # problem kinds that leave something not verified
+# problem kinds that leave something not verified (unproven: --depth metadata knows nothing)
+UNVERIFIED = ("unreadable", "changed", "unproven")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class FileReport:
     compression: str | None = None  # zstd, gzip, xz, lz4: size is then the stream's bytes
     file_bytes: int | None = None  # the compressed file's bytes, when compressed
     place: str = ""  # the place (archive directory) it is in
+    stored: dict[str, object] | None = None  # --depth metadata: what the store says of it
 
     @property
     def valid(self) -> bool:
@@ -82,8 +86,9 @@ class ArchiveReport:
     problems: list[Problem]  # about the archive as a whole: orphans, duplicates
     kept: list[str] = field(default_factory=list)  # NAME.damaged: originals of repaired streams
     parity_level: int | None = None  # the archive's parity percentage (all datasets), if any
-    store: LocalStore | None = None  # where the files are: paths of names, locks, deletions
+    store: Store | None = None  # where the files are: paths of names, locks, deletions
     places: list[str] = field(default_factory=list)
+    depth: str = "full"  # full: every byte read; metadata: listings and sidecars only
 
     def path(self, name: str) -> str:
         """The local path of a file of the report (names are the store's keys)."""
@@ -106,7 +111,7 @@ class ArchiveReport:
 
 
 def check_archive(
-    where: "str | LocalStore", dataset: str | None = None, progress: ProgressHook | None = None
+    where: "str | Store", dataset: str | None = None, progress: ProgressHook | None = None
 ) -> ArchiveReport:
     """Every file of the archive's places (one directory, or a LocalStore of several, with
     their subdirectories when recursive): chains are rebuilt across all of them.  Raises
@@ -166,7 +171,7 @@ class _Aside:
 
 
 def _look(
-    store: LocalStore,
+    store: Store,
     entry: Entry,
     progress: ProgressHook | None,
     aside: "_Aside",
@@ -175,7 +180,9 @@ def _look(
     what is not reported as a file: lock files, sidecars, parity and kept originals (set
     aside, their doubts in aside.loose) and a .partial that was renamed into place while the
     directory was listed."""
-    name, st, path = entry.key, entry.st, store.local_path(entry.key)
+    name, st = entry.key, entry.st
+    if entry.upload is not None:
+        return upload_report(store, entry)
     if st is None or entry.error is not None:
         err = entry.error
         assert err is not None
@@ -192,7 +199,8 @@ def _look(
     if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
         return _check_partial(store, name, st)
     if not stat.S_ISREG(st.st_mode):
-        problem = Problem(name, "not-a-stream", f"{entries.what(path, st)}: not read, not followed")
+        what = entries.what(store.local_path(name), st)
+        problem = Problem(name, "not-a-stream", f"{what}: not read, not followed")
         return FileReport(name, "unknown", problems=[problem])
     doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, entry.owner)]
     if name.endswith((SIDECAR, parity.SUFFIX, DAMAGED)):
@@ -217,11 +225,29 @@ def _set_aside(aside: "_Aside", name: str, st: os.stat_result) -> None:
         aside.kept.append(name)
 
 
-def _check_partial(store: LocalStore, name: str, st: os.stat_result) -> FileReport | None:
+def upload_report(store: Store, entry: Entry) -> FileReport:
+    """An unfinished multipart upload in a bucket: a send's (parts still arriving) or the
+    leftover of one that died (no part for IDLE_SECONDS; aborted by `cold clean --yes`)."""
+    name = entry.key
+    try:
+        size, idle, left = store.upload_state(entry)
+    except OSError as err:
+        why = f"an unfinished upload (cannot list its parts: {err}): never part of a chain"
+        return FileReport(name, "partial", problems=[Problem(name, "partial", why)])
+    if not left:
+        note = f"an upload that received a part {idle:.0f} s ago (a running send?): not counted"
+        return FileReport(name, "partial", size, in_progress=note)
+    clean = f"`zverify cold clean --yes {store.shown}` aborts it"
+    why = f"an upload left unfinished {idle / 3600:.1f} h ago: never part of a chain; {clean}"
+    return FileReport(name, "partial", size, problems=[Problem(name, "partial", why)])
+
+
+def _check_partial(store: Store, name: str, st: os.stat_result) -> FileReport | None:
     """A send in progress (it holds the file's flock) or the leftover of one that died;
     None when it is gone already (renamed into place by the send that finished).  The same
     for the work directory of a parity or repair run (it holds the directory's flock)."""
     path = store.local_path(name)
+    assert isinstance(store, LocalStore)
     run = "a parity or repair run" if stat.S_ISDIR(st.st_mode) else "a send"
     places = " ".join(map(shlex.quote, store.places))
     how = " --recursive" if store.recursive and os.path.dirname(name) else ""
@@ -258,7 +284,7 @@ def _check_partial(store: LocalStore, name: str, st: os.stat_result) -> FileRepo
 
 
 def _check_stream(
-    store: LocalStore, name: str, st: os.stat_result, progress: ProgressHook | None
+    store: Store, name: str, st: os.stat_result, progress: ProgressHook | None
 ) -> FileReport:
     try:
         fd = store.open_read(name, Identity.of(st))  # an fd: what the C scanner reads
@@ -271,11 +297,22 @@ def _check_stream(
     try:
         hook = (lambda n: progress(name, n)) if progress else None
         report = verify_stream(fd, progress=hook)
-        after = os.fstat(fd)
-    finally:
-        os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            store.finish_read(name, fd)
+        raise
+    try:
+        after = store.finish_read(name, fd)  # closes fd
+    except OSError as err:  # the bytes read are not the file's (a read that broke off)
+        problem = Problem(name, "unreadable", f"cannot be read whole: {err.strerror or err}")
+        return FileReport(name, "unknown", readable=False, problems=[problem])
+    except ColdError as err:  # read whole, and not what the store holds a checksum of
+        out = _file_report(name, report)
+        out.archived = None
+        out.problems.append(Problem(name, "damaged", str(err)))
+        return out
     out = _file_report(name, report)
-    out.identity = Identity.of(after)
+    out.identity = after
     if out.identity != Identity.of(st):
         # what was read may be a mix of two versions: no verdict on this file
         out.archived, out.readable = None, False
@@ -405,15 +442,16 @@ def _contradictions(
 
 
 def _check_sidecars(
-    store: LocalStore, files: list[FileReport], sidecars: dict[str, Identity]
+    store: Store, files: list[FileReport], sidecars: dict[str, Identity]
 ) -> list[Problem]:
     """A sidecar must agree with its stream (zverify.cold.sidecar); one without a stream is
     reported."""
     for f in files:
         if f.archived is not None and f.name + SIDECAR in sidecars:
-            path = store.local_path(f.name + SIDECAR)
+            key = f.name + SIDECAR
             actual = sidecar.facts(f.archived, f.size, f.kind)
-            wrong = sidecar.mismatch(path, sidecars[f.name + SIDECAR], actual)
+            read = lambda key=key: store.read_small(key, sidecars[key], sidecar.MAX_BYTES)  # noqa: E731
+            wrong = sidecar.mismatch(key, read, actual)
             if wrong is not None:
                 f.problems.append(Problem(f.name, *wrong))
     streams = {f.name for f in files}
@@ -427,11 +465,14 @@ def _check_sidecars(
 
 
 def _check_parity(
-    store: LocalStore, files: list[FileReport], parities: dict[str, Identity]
+    store: Store, files: list[FileReport], parities: dict[str, Identity]
 ) -> list[Problem]:
     """Each stream's parity read (zverify.cold.parity), its problems added to the stream's.
     Returns the archive's own: parity whose stream is not here.  Once any stream has parity,
     a stream without it is reported."""
+    if parities and not store.uses_local_files:  # par2 reads local files only
+        why = "parity in a bucket is not read (par2 reads local files): not verified"
+        return [Problem(name, "unreadable", why) for name in sorted(parities)]
     groups: dict[str, dict[str, Identity]] = {}
     for name, identity in parities.items():
         groups.setdefault(parity.stream_of(name), {})[name] = identity
@@ -461,7 +502,7 @@ def _check_parity(
 
 
 def _inspect(
-    store: LocalStore,
+    store: Store,
     stream: str,
     group: dict[str, Identity],
     proven: Identity | None,
@@ -481,7 +522,7 @@ def _inspect(
     return found
 
 
-def _chain_problems(p: DatasetPlan, store: LocalStore) -> list[Problem]:
+def _chain_problems(p: DatasetPlan, store: Store) -> list[Problem]:
     found = [
         Problem(
             name,
@@ -514,7 +555,7 @@ def _chain_problems(p: DatasetPlan, store: LocalStore) -> list[Problem]:
     return found
 
 
-def _copy(store: LocalStore, name: str, other: str) -> str:
+def _copy(store: Store, name: str, other: str) -> str:
     """Across places a duplicate is usually a deliberate copy: say that a restore uses one."""
     if store.place_of(name) == store.place_of(other):
         return ""

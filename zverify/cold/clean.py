@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from zverify.cold import entries, lock, names, workdir
 from zverify.cold.entries import Identity
 from zverify.cold.names import WORK_DIRS
-from zverify.cold.store import LocalStore
+from zverify.cold.store import LocalStore, Store
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
@@ -44,10 +44,12 @@ class Leftover:
     in_progress: str | None = None  # dry run only: a running send holds it (who): no leftover
 
 
-def clean(store: LocalStore, remove: bool) -> list[Leftover]:
+def clean(store: Store, remove: bool) -> list[Leftover]:
     """Every *.partial of the store's places, in name order; with remove, the leftovers
     removed.  Raises ArchiveError when a place cannot be listed, ColdError when a removal
     fails."""
+    if not isinstance(store, LocalStore):
+        return _clean_uploads(store, remove)
     found = []
     for entry in store.entries():
         if entry.error is not None and entry.st is not None:
@@ -63,6 +65,30 @@ def clean(store: LocalStore, remove: bool) -> list[Leftover]:
             fsync_dir(directory)
         except OSError as err:
             raise ColdError(f"the fsync of {directory} failed: {err.strerror}") from None
+    return found
+
+
+def _clean_uploads(store: Store, remove: bool) -> list[Leftover]:
+    """A bucket's unfinished multipart uploads: one without a new part for IDLE_SECONDS is
+    a leftover (a running send uploads a part at least every few minutes), aborted with
+    remove; a younger one is left as a send's in progress."""
+    found = []
+    for entry in store.entries():
+        if entry.upload is None:
+            continue
+        try:
+            size, idle, left = store.upload_state(entry)
+        except OSError as err:
+            found.append(Leftover(entry.key, left=f"cannot list its parts: {err.strerror}"))
+            continue
+        item = Leftover(entry.key, size)
+        if not left:
+            item.in_progress = f"an upload that received a part {idle:.0f} s ago"
+            item.left = None if not remove else "a part arrived within the hour: not aborted"
+        elif remove:
+            store.abort_upload(entry)
+            item.removed = True
+        found.append(item)
     return found
 
 

@@ -18,7 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zverify import exitcodes
-from zverify.cold import check, clean, names, protect, prune, repair, restore, send, sidecar
+from zverify.cold import (
+    check,
+    clean,
+    metadata,
+    names,
+    protect,
+    prune,
+    repair,
+    restore,
+    send,
+    sidecar,
+)  # fmt: skip
 from zverify.cold.check import ArchiveReport, ProgressHook
 from zverify.cold.clean import Leftover
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
@@ -26,7 +37,7 @@ from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
-from zverify.cold.store import LocalStore
+from zverify.cold.store import LocalStore, Store
 from zverify.errors import UnrestorableError
 from zverify.zfs import inventory
 
@@ -159,15 +170,18 @@ Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repair
 
 
 def read_archive(
-    store: LocalStore | str, dataset: str | None = None, progress: ProgressHook | None = None
+    store: Store | str, dataset: str | None = None, progress: ProgressHook | None = None
 ) -> ArchiveReport:
     """check_archive(); a place that cannot be listed is ArchiveError (exit 2), named."""
     return check.check_archive(store, dataset, progress)
 
 
 def check_places(
-    store: LocalStore, dataset: str | None, wait: float, bars: Bars = no_bars
+    store: Store, dataset: str | None, wait: float, bars: Bars = no_bars, depth: str = "full"
 ) -> ArchiveReport:
+    if depth == metadata.DEPTH:
+        with store.lock("read", wait):
+            return metadata.check_metadata(store, dataset)
     with store.lock("read", wait), bars("checking", None) as hook:
         report = read_archive(store, dataset, _per_file(hook))
     if not report.plans and not report.all_problems:
@@ -196,7 +210,7 @@ class SendOptions:
 
 def send_next(
     dataset: str,
-    store: LocalStore | str,
+    store: Store | str,
     options: SendOptions,
     wait: float,
     bars: Bars = no_bars,
@@ -208,7 +222,8 @@ def send_next(
     locked as a writer's (in the store's fixed order: no deadlock with another command)."""
     events = events or Events()
     store = LocalStore([store]) if isinstance(store, str) else store
-    directory = store.places[0]
+    # the new file goes into the first place (a bucket is one)
+    into: Store | str = store.places[0] if isinstance(store, LocalStore) else store
     with store.lock("read" if options.dry_run else "write", max(0.0, wait)):
         archive = read_archive(store, dataset)
         events.archive_read(archive)
@@ -234,7 +249,7 @@ def send_next(
             with bars("sending", None) as hook:
                 result.files.append(
                     send.send_to_archive(
-                        dataset, directory, step, _flags(step, options), hook, options.hold,
+                        dataset, into, step, _flags(step, options), hook, options.hold,
                         percent, options.compress,
                     )
                 )  # fmt: skip
@@ -260,7 +275,7 @@ class RestoreOptions:
 
 
 def restore_snapshot(
-    store: LocalStore,
+    store: Store,
     target: str,
     options: RestoreOptions,
     wait: float,
@@ -300,7 +315,7 @@ def restore_snapshot(
 
 
 @contextlib.contextmanager
-def _hint_repair(store: LocalStore, report: ArchiveReport) -> Iterator[None]:
+def _hint_repair(store: Store, report: ArchiveReport) -> Iterator[None]:
     """A refused restore says so when the archive's parity can repair what is in the way."""
     try:
         yield
@@ -319,14 +334,14 @@ def _hint_repair(store: LocalStore, report: ArchiveReport) -> Iterator[None]:
         ) from None
 
 
-def _places(store: LocalStore) -> str:
+def _places(store: Store) -> str:
     """The places as they would be typed again (with --recursive when it was given)."""
     places = " ".join(shlex.quote(p) for p in store.places)
     return f"--recursive {places}" if store.recursive else places
 
 
 def prune_chains(
-    store: LocalStore,
+    store: Store,
     dataset: str | None,
     keep_chains: int,
     yes: bool,
@@ -340,6 +355,9 @@ def prune_chains(
         with bars("verifying", None) as hook:
             report = read_archive(store, dataset, _per_file(hook))
         decisions = prune.plan_prune(report, keep_chains)
+        for d in decisions:
+            if d.files and d.refused is None:
+                d.refused = prune.locked(store, d)
         actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
         if yes:
             for d in decisions:
@@ -350,7 +368,7 @@ def prune_chains(
 
 
 def _prune_one(
-    store: LocalStore, report: ArchiveReport, d: DatasetPrune, scratch: str | None
+    store: Store, report: ArchiveReport, d: DatasetPrune, scratch: str | None
 ) -> dict[str, object]:
     if scratch is not None:
         prune.trial_receive(report, d, scratch)
@@ -359,14 +377,14 @@ def _prune_one(
     return {"deleted": deleted, "released": released, "note": note}
 
 
-def clean_places(store: LocalStore, yes: bool, wait: float) -> Cleaned:
+def clean_places(store: Store, yes: bool, wait: float) -> Cleaned:
     with store.lock("delete" if yes else "read", wait):
         found = clean.clean(store, yes)
     return Cleaned(store.shown, found, yes)
 
 
 def protect_streams(
-    store: LocalStore, percent: int | None, dry_run: bool, wait: float, bars: Bars = no_bars
+    store: Store, percent: int | None, dry_run: bool, wait: float, bars: Bars = no_bars
 ) -> Protected:
     """Parity for every intact stream (or with dry_run, what would be made)."""
     with store.lock("read" if dry_run else "delete", wait):
@@ -378,7 +396,7 @@ def protect_streams(
 
 
 def repair_streams(
-    store: LocalStore,
+    store: Store,
     asked: list[str],
     remove_damaged: bool,
     dry_run: bool,
@@ -404,7 +422,7 @@ def repair_streams(
 
 
 def _repair_all(
-    store: LocalStore, report: ArchiveReport, asked: list[str], events: Events
+    store: Store, report: ArchiveReport, asked: list[str], events: Events
 ) -> list[Outcome]:
     outcomes = []
     for f in repair.wanted(report, asked):

@@ -26,7 +26,6 @@ stream (before it) only when they are plain files.
 """
 
 import os
-import stat
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -218,13 +217,13 @@ def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) ->
     parity = {f.name: f.parity.files for f in report.files if f.parity is not None}
     deleted: list[str] = []
     for name in decision.files:
-        path = store.local_path(name)
+        path = store.local_path(name) if store.uses_local_files else name
         try:
             expected = read.get(name)
             store.ensure_unchanged(name, expected)  # before its sidecar and parity go
-            _delete_sidecar(path + SIDECAR)
+            store.delete_aside(name + SIDECAR)
             for name_of_parity in parity.get(name, []):
-                _delete_sidecar(store.local_path(name_of_parity))
+                store.delete_aside(name_of_parity)
             assert expected is not None  # ensure_unchanged refuses None
             store.delete(name, expected)  # still the very file: checked again as it goes
         except Unsynced as err:
@@ -242,14 +241,20 @@ def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) ->
     return deleted
 
 
-def _delete_sidecar(path: str) -> None:
-    """A plain file only: anything else under a sidecar's name is reported, never deleted."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-        os.unlink(path)
+def locked(store: Store, decision: DatasetPrune) -> str | None:
+    """Why none of the decided files may go yet: an object lock (retention or legal hold)
+    on any of them.  A dataset's files go all or none, so that a lock never leaves an
+    incremental whose base was deleted around it."""
+    held = {name: until for name in decision.files if (until := store.retained_until(name))}
+    if not held:
+        return None
+    last = max(held.values())
+    when = "under a legal hold" if last.year == 9999 else f"locked until {last:%Y-%m-%d}"
+    first = shown(min(held))
+    return (
+        f"{len(held)} of its {len(decision.files)} files ({first}, ...) are {when} "
+        "(object lock): nothing of it is deleted before then"
+    )
 
 
 def _so_far(deleted: list[str]) -> str:

@@ -16,6 +16,7 @@ FIFO, and must still be the very files the check read (zverify.cold.entries).
 
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zverify.cold import entries
@@ -90,6 +91,8 @@ def check_target(target: str) -> None:
 
 def verify_files(plan: RestorePlan, report: ArchiveReport) -> None:
     """Read every file of the plan completely now; raise UnrestorableError on the first bad."""
+    if report.store is not None and not report.store.uses_local_files:
+        return  # a bucket's objects were read whole just now, and every read is pinned to them
     read = {f.name: f.identity for f in report.files}
     for name in plan.files:
         fd = _open_in(report, name, read.get(name))
@@ -118,7 +121,8 @@ def receive_all(
     for f in archived:
         hook = (lambda n, at=base: progress(at + n)) if progress else None
         fd = _open_in(report, f.name, read.get(f.name))
-        _receive_fd(fd, shown(f.name), where[f.name], done, hook)
+        finish = _finisher(report, f.name)
+        _receive_fd(fd, shown(f.name), where[f.name], done, hook, finish)
         base += f.size
         have = {s.guid for s in inventory.snapshots(at) if not s.bookmark}
         for step in f.steps_of(plan.dataset):
@@ -128,6 +132,22 @@ def receive_all(
                     f"{step.to_guid} is not there: the restore is not proven"
                 )
         done.append(f.name)
+
+
+def _finisher(report: ArchiveReport, name: str) -> Callable[[int], None] | None:
+    """What closes a read fd and says whether the store delivered the whole file (a
+    bucket's read can break off: the stream then looks cut, and is not the object's)."""
+    store = report.store
+    if store is None:
+        return None
+
+    def finish(fd: int) -> None:
+        try:
+            store.finish_read(name, fd)
+        except OSError as err:
+            raise ColdError(f"{shown(name)} could not be read whole: {err.strerror}") from None
+
+    return finish
 
 
 def _archived(plan: RestorePlan, report: ArchiveReport) -> list[ArchivedFile]:
@@ -162,12 +182,17 @@ def _receive_fd(
     target: str,
     done: list[str] | None = None,
     progress: ProgressHook | None = None,
+    finish: Callable[[int], None] | None = None,
 ) -> None:
-    """receive_file() of a file open on fd (closed here), named name in messages."""
+    """receive_file() of a file open on fd (closed here), named name in messages; finish()
+    raises when the store could not deliver the whole file."""
     try:
         with ops.receiving(target) as pipe:
             # the bar's total is the plan's stream bytes, compressed files or not
             report = verify_stream(fd, relay_to=pipe, progress=progress, stream_progress=True)
+            if finish is not None:
+                closing, fd = fd, -1
+                finish(closing)  # closes it; raised inside: the receive is aborted
             if not report.readable:
                 what = report.problems[0].message if report.problems else "unreadable"
                 raise ColdError(f"{name}: {what}; its receive was aborted{_so_far(done)}")
@@ -179,7 +204,8 @@ def _receive_fd(
                     f"before the damaged record{_so_far(done)}"
                 )
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 def _open(path: str, expect: Identity | None) -> int:
@@ -208,6 +234,11 @@ def script(plan: RestorePlan, report: ArchiveReport) -> str:
     """The same receives as a plain sh script, for a machine without zverify.  A compressed
     file is tested whole by its own tool first (so that damage at its end is found before
     receive could commit what came out), then decompressed into receive."""
+    if report.store is not None and not report.store.uses_local_files:
+        raise ColdError(
+            "--script writes `zfs receive < FILE` lines: an archive in a bucket has no files "
+            "(restore it with zverify, or copy the objects to a directory first)"
+        )
     lines = ["#!/bin/sh", "# written by zverify cold restore: receive in this order", "set -e"]
     packed = {f.name: f.compression for f in report.files}
     if any(packed.get(name) for name in plan.files):

@@ -22,7 +22,6 @@ what is missing.
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import shlex
@@ -33,7 +32,7 @@ from typing import Any
 from zverify.cold import entries, lock, names, protect, sidecar
 from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
-from zverify.cold.store import LocalStore, Unsynced, Writer, refuse_existing
+from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, refuse_existing
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream import compressed
 from zverify.sendstream.validate import StreamReport, verify_stream
@@ -56,7 +55,7 @@ class SentFile:
 
 def send_to_archive(
     dataset: str,
-    directory: str,
+    where: "str | Store",
     plan: SendPlan,
     flags: list[str],
     progress: Callable[[int], None] | None = None,
@@ -70,18 +69,28 @@ def send_to_archive(
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
     name += compressed.SUFFIXES[compress[0]] if compress else ""
-    final = os.path.join(directory, name)
-    refuse_existing(final)
+    store = LocalStore([where]) if isinstance(where, str) else where
+    if compress is not None and not store.uses_local_files:
+        raise ColdError("--compress into a bucket is not supported yet: send it uncompressed")
+    if parity_percent and not store.uses_local_files:
+        raise ColdError("parity in a bucket is not supported (par2 reads local files)")
+    if isinstance(store, LocalStore):
+        refuse_existing(store.local_path(name))
     args = send_args(dataset, plan, flags)
     # the store writes NAME.partial and renames it; the proofs are made here, before that
-    w = _writer(LocalStore([directory]), name)
+    w = _writer(store, name)
     partial = w.partial
     try:
-        report = _send_and_validate(args, w.fd, partial, progress, compress)
-        report = _prove(report, plan, w.fd, partial, packed=compress is not None)
-        w.sync()
-        digest = _sha256(w.fd, partial)
+        try:
+            report = _send_and_validate(args, w.fd, partial, progress, compress)
+        except ColdError:
+            w.sync()  # the store's own failure (an upload refused) says more than EPIPE
+            raise
+        w.sync()  # in a bucket: every part uploaded
+        report = _prove(report, plan, w, partial, packed=compress is not None)
+        digest = w.stored_sha256()
         w.commit()
+        checksum = w.stored_checksum()
     except Unsynced as err:
         sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
         raise ColdError(f"{sent}, but {err}") from None
@@ -91,9 +100,9 @@ def send_to_archive(
             raise ColdError(f"{err}; {left}") from None
         raise
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
-    missing = _write_sidecar(final, dataset, plan, args.argv(), report, digest)
-    if parity_percent:
-        unprotected = _write_parity(directory, name, parity_percent)
+    missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, checksum)
+    if parity_percent and isinstance(store, LocalStore):
+        unprotected = _write_parity(store.places[0], name, parity_percent)
         missing = "; ".join(m for m in (missing, unprotected) if m) or None
     try:
         keeper = _hold(dataset, plan) if hold else _bookmark(dataset, plan.to.name)
@@ -141,7 +150,7 @@ def send_args(dataset: str, plan: SendPlan, flags: list[str]) -> ops.SendArgs:
     return ops.SendArgs(f"{dataset}@{plan.to.name}", base, plan.intermediate, tuple(flags))
 
 
-def _writer(store: LocalStore, key: str) -> Writer:
+def _writer(store: Store, key: str) -> StoreWriter:
     """NAME.partial, new; one that exists is a running send's or a leftover: said which."""
     try:
         return store.writer(key)
@@ -206,7 +215,7 @@ def _send_and_validate(
 
 
 def _prove(
-    report: StreamReport, plan: SendPlan, fd: int, partial: str, packed: bool = False
+    report: StreamReport, plan: SendPlan, w: StoreWriter, partial: str, packed: bool = False
 ) -> StreamReport:
     """The stream is the one planned and the file holds it: its size, or for a compressed
     file what reading it back through decompression finds (that report is returned)."""
@@ -220,9 +229,9 @@ def _prove(
             f"the stream goes from guid {first.fromguid} to {last.toguid}, "
             f"not {want_from} to {plan.to.guid} as planned"
         )
-    on_disk = _io("stat of", partial, os.fstat, fd).st_size
+    on_disk = w.stored_size()
     if packed:
-        return _read_back(report, fd, partial, on_disk)
+        return _read_back(report, w.fd, partial, on_disk)
     if on_disk != report.size:
         raise ColdError(f"{names.shown(partial)} holds {on_disk} bytes, the stream {report.size}")
     return report
@@ -247,28 +256,26 @@ def _read_back(sent: StreamReport, fd: int, partial: str, on_disk: int) -> Strea
     return back
 
 
-def _sha256(fd: int, partial: str) -> str:
-    """Read back from the file itself: the digest is of what was stored, not what was sent."""
-    h = hashlib.sha256()
-    at = 0
-    while chunk := _io("reading back", partial, os.pread, fd, 1 << 20, at):
-        h.update(chunk)
-        at += len(chunk)
-    return h.hexdigest()
-
-
 def _write_sidecar(
-    final: str, dataset: str, plan: SendPlan, argv: list[str], report: StreamReport, digest: str
+    store: Store,
+    name: str,
+    dataset: str,
+    plan: SendPlan,
+    argv: list[str],
+    report: StreamReport,
+    digest: str,
+    checksum: str | None = None,
 ) -> str | None:
     """NAME.json (zverify.cold.sidecar), by the same exclusive .partial and rename as the
     stream (never over an existing entry).  Returns what went wrong, in words, or None: a
     sidecar is never needed to restore, so its failure does not undo the archived stream."""
     doc = sidecar.document(dataset, plan, argv, report, digest, ops.version())
+    if checksum is not None:  # what the bucket reports of the object: --depth metadata
+        doc["s3_checksum_sha256"] = checksum
     data = (json.dumps(doc, indent=2) + "\n").encode()
-    directory, name = os.path.split(final)
-    w: Writer | None = None
+    w: StoreWriter | None = None
     try:
-        w = _writer(LocalStore([directory or "."]), name + names.SIDECAR)
+        w = _writer(store, name + names.SIDECAR)
         view = memoryview(data)
         while view:
             view = view[_io("writing", w.partial, os.write, w.fd, view) :]

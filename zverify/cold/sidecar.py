@@ -9,6 +9,7 @@ file: a regular file, never followed, and at most 1 MiB of JSON, never nested to
 
 import os
 import time
+from collections.abc import Callable
 
 from zverify import __version__, boundedjson
 from zverify.cold import entries, names
@@ -88,14 +89,17 @@ def facts(archived: ArchivedFile, size: int, kind: str) -> dict[str, object]:
     }
 
 
-def mismatch(path: str, expect: Identity, actual: dict[str, object]) -> tuple[str, str] | None:
-    """(kind, message): how the sidecar at path disagrees with its stream's facts, or None.
-    A key it does not have is no disagreement: its sha256 is for tools without zverify (the
-    stream's own checksums cover every byte).  A sidecar that cannot be read is "unreadable"
-    (no verdict on it: exit 2), one read but not what it should be "sidecar-mismatch"."""
-    name = names.shown(os.path.basename(path))
+def mismatch(
+    key: str, read: Callable[[], bytes], actual: dict[str, object]
+) -> tuple[str, str] | None:
+    """(kind, message): how the sidecar key (its bytes from read()) disagrees with its
+    stream's facts, or None.  A key it does not have is no disagreement: its sha256 is for
+    tools without zverify (the stream's own checksums cover every byte).  A sidecar that
+    cannot be read is "unreadable" (no verdict on it: exit 2), one read but not what it
+    should be "sidecar-mismatch"."""
+    name = names.shown(os.path.basename(key))
     try:
-        doc = read(path, expect)
+        doc = boundedjson.loads(read())
     except (OSError, entries.Changed) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else err
         return "unreadable", f"{name} cannot be read: {why}"

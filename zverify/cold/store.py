@@ -13,17 +13,23 @@ The operations (Store):
   entries()                 every entry, lstat()ed, never followed (zverify.cold.entries)
   open_read(key, expect)    an fd for a sequential read (the C scanner reads fds)
   open_ranged(key, expect)  an fd for ranged reads (pread: parity and repair read ranges)
+  finish_read(key, fd)      close a read's fd: the identity of what was read, or OSError
+  read_small(key, expect)   a small file whole (a sidecar)
   writer(key)               write NAME.partial, then fsync + rename + directory fsync
   delete(key, expect)       unlink only the very file that was proven
+  delete_aside(key)         a sidecar or parity file of a stream being deleted
   lock(how, wait)           readers'/writers' flock in every place (zverify.cold.lock)
   local_path(key)           a real path, for tools that need one (par2): local places only
 
-LocalStore is the local implementation: one directory, or a set of directories.  The
+LocalStore is the local implementation: one directory, or a set of directories;
+zverify.cold.s3.S3Store a bucket's prefix.  The
 proofs (a stream validated while written, a plan re-made after a deletion) stay with the
 commands: a store moves bytes and names, it decides nothing.
 """
 
 import contextlib
+import datetime
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -45,6 +51,7 @@ class Entry:
     st: os.stat_result | None
     error: OSError | None = None
     owner: int = 0  # uid of the place's owner: its files are this archive's own (doubts())
+    upload: str | None = None  # in a bucket: the id of an unfinished multipart upload
 
     @property
     def name(self) -> str:
@@ -56,22 +63,51 @@ class Store(Protocol):
     """The archive operations the cold commands use (see the module's docstring)."""
 
     places: list[str]
+    recursive: bool
+    uses_local_files: bool  # par2, flock and a restore --script need paths on this host
 
+    @property
+    def shown(self) -> str: ...
     def entries(self) -> list[Entry]: ...
     def open_read(self, key: str, expect: Identity | None = None) -> int: ...
     def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
-    def writer(self, key: str) -> "Writer": ...
+    def finish_read(self, key: str, fd: int) -> Identity: ...
+    def read_small(self, key: str, expect: Identity | None, limit: int) -> bytes: ...
+    def writer(self, key: str) -> "StoreWriter": ...
     def delete(self, key: str, expect: Identity) -> None: ...
+    def delete_aside(self, key: str) -> None: ...
+    def retained_until(self, key: str) -> "datetime.datetime | None": ...
+    def stored(self, key: str) -> dict[str, object]: ...
+    def upload_state(self, entry: Entry) -> tuple[int, float, bool]: ...
+    def abort_upload(self, entry: Entry) -> None: ...
     def ensure_unchanged(self, key: str, expect: Identity | None) -> None: ...
     def lock(self, how: str, wait: float = 0) -> "contextlib.AbstractContextManager[None]": ...
     def local_path(self, key: str) -> str: ...
     def place_of(self, key: str) -> str: ...
+    def directory_of(self, key: str) -> str: ...
+    def sibling(self, key: str, name: str) -> str: ...
+
+
+class StoreWriter(Protocol):
+    """A new file being written (see Writer): fd takes the bytes, commit() keeps them."""
+
+    fd: int
+    partial: str  # what it is called while written, for messages
+
+    def sync(self) -> None: ...
+    def stored_size(self) -> int: ...
+    def stored_sha256(self) -> str: ...
+    def stored_checksum(self) -> str | None: ...
+    def commit(self) -> None: ...
+    def discard(self) -> str | None: ...
 
 
 class LocalStore:
     """One directory or several ("places") on this host; with recursive, the directories
     below them too (a symlinked directory is never followed: it is an entry like any other
     that is not a regular file)."""
+
+    uses_local_files = True
 
     def __init__(self, places: list[str], recursive: bool = False) -> None:
         """Raises ArchiveError when a place is not a directory that can be read, or is given
@@ -184,6 +220,22 @@ class LocalStore:
         """The same, read with pread() (a local fd is both; an object store's is not)."""
         return entries.open_regular(self.local_path(key), expect)
 
+    def finish_read(self, key: str, fd: int) -> Identity:
+        """Close fd (of open_read), returning the identity of the file it read as it is now
+        (a change while it was read shows in its size or modification time)."""
+        try:
+            return Identity.of(os.fstat(fd))
+        finally:
+            os.close(fd)
+
+    def read_small(self, key: str, expect: Identity | None, limit: int) -> bytes:
+        """Up to limit bytes of the regular file of key.  Raises OSError, entries.Changed."""
+        fd = entries.open_regular(self.local_path(key), expect)
+        try:
+            return os.read(fd, limit)
+        finally:
+            os.close(fd)
+
     # -- changing -------------------------------------------------------------------------
 
     def writer(self, key: str) -> "Writer":
@@ -202,6 +254,32 @@ class LocalStore:
             fsync_dir(directory)
         except OSError as err:
             raise Unsynced(f"the fsync of {directory} failed: {err.strerror}") from None
+
+    def retained_until(self, key: str) -> datetime.datetime | None:
+        """A directory has no object lock."""
+        return None
+
+    def stored(self, key: str) -> dict[str, object]:
+        """A file has no stored checksum, class or version: its bytes are what a check reads."""
+        return {}
+
+    # never called: a directory lists no multipart upload (Entry.upload is None)
+    def upload_state(self, entry: Entry) -> tuple[int, float, bool]:
+        raise ColdError(f"{names.shown(entry.key)}: a directory has no multipart uploads")
+
+    def abort_upload(self, entry: Entry) -> None:
+        raise ColdError(f"{names.shown(entry.key)}: a directory has no multipart uploads")
+
+    def delete_aside(self, key: str) -> None:
+        """A plain file only: anything else under a sidecar's or parity's name is reported
+        by check, never deleted."""
+        path = self.local_path(key)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            os.unlink(path)
 
     def ensure_unchanged(self, key: str, expect: Identity | None) -> None:
         """Raises ColdError unless key is still the very regular file that was proven
@@ -248,6 +326,22 @@ class Writer:
         """fsync the data (before it is read back for a digest, or committed)."""
         _io("fsync of", self.partial, os.fsync, self.fd)
         self._synced = True
+
+    def stored_size(self) -> int:
+        return int(_io("stat of", self.partial, os.fstat, self.fd).st_size)
+
+    def stored_checksum(self) -> str | None:
+        """What the store keeps of the file besides its bytes: nothing, on a filesystem."""
+        return None
+
+    def stored_sha256(self) -> str:
+        """Read back from the file itself: the digest is of what was stored, not sent."""
+        h = hashlib.sha256()
+        at = 0
+        while chunk := _io("reading back", self.partial, os.pread, self.fd, 1 << 20, at):
+            h.update(chunk)
+            at += len(chunk)
+        return h.hexdigest()
 
     def commit(self) -> None:
         """fsync (unless done), close (NFS reports write errors there), rename into place

@@ -37,6 +37,9 @@ REPAIR_SCHEMA = "zverify.cold-repair/1"
 
 def check_text(report: ArchiveReport) -> str:
     lines = [f"archive {report.directory}: {len(report.files)} files"]
+    if report.depth == "metadata":
+        lines[0] += " (depth metadata: listing, HEAD and sidecars; no stream byte read)"
+        lines += [f"  {shown(f.name)}: {_stored_text(f)}" for f in report.files if f.stored]
     for dataset, plan in report.plans.items():
         lines.append(f"{dataset}:")
         lines += [f"  {_restorable(r)}" for r in plan.restorable] or ["  nothing restorable"]
@@ -83,7 +86,25 @@ def _restorable(r: Restorable) -> str:
     return f"@{r.snapshot} (guid {r.guid}): restorable from {files} file{'s' * (files != 1)}"
 
 
+def _stored_text(f: FileReport) -> str:
+    stored = f.stored or {}
+    facts = [f"{f.size:,} bytes", str(stored.get("storage_class") or "")]
+    if stored.get("retain_until"):
+        facts.append(f"locked until {str(stored['retain_until'])[:10]}")
+    if stored.get("legal_hold"):
+        facts.append("legal hold")
+    compared = stored.get("compared")
+    if isinstance(compared, list):
+        facts.append(f"as its sidecar says: {', '.join(map(str, compared))}")
+    return ", ".join(x for x in facts if x)
+
+
 def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
+    if report.depth == "metadata" and report.exit_code == exitcodes.IDENTICAL:
+        return (
+            f"METADATA AGREES: {len(report.files)} object(s) as their sidecars describe them; "
+            "no byte read, content and chains not proven (a check without --depth reads them)"
+        )
     if report.exit_code == exitcodes.TROUBLE:
         unread = {f.name for f in report.files if not f.readable}
         unread |= {p.file for p in report.not_read}  # sidecars and parity too
@@ -110,6 +131,7 @@ def check_json(report: ArchiveReport) -> str:
     loose = [p for p in report.problems if p.dataset not in by_dataset]
     doc = {
         "schema": CHECK_SCHEMA,
+        "depth": report.depth,
         "directory": report.directory,
         "places": [_name(p) for p in report.places or [report.directory]],
         "valid": report.exit_code == exitcodes.IDENTICAL,
@@ -175,6 +197,8 @@ def _file_doc(f: FileReport) -> dict[str, Any]:
         }
     if f.parity is not None:
         doc["parity"] = _parity_doc(f.parity)
+    if f.stored is not None:
+        doc["stored"] = f.stored
     doc["problems"] = [_problem_doc(p) for p in f.problems]
     return doc
 

@@ -1,0 +1,102 @@
+"""`cold check --depth metadata`: what a bucket's listing and each object's HEAD say, held
+against the sidecar `cold send` wrote beside the stream.  No byte of a stream is read: sizes,
+stored checksums, storage classes, versions and locks are compared and reported, but neither
+a stream's content nor its chain is proven, and the verdict says so.
+
+A stream with no sidecar is `unproven` (exit 2): at this depth nothing says what it holds.  A
+size or a stored SHA-256 other than its sidecar's is `damaged` (exit 1): the object is not the
+one that was sent.  A server that keeps no checksum leaves only the size compared, and each
+file's `stored` facts say which were.
+"""
+
+from zverify import boundedjson
+from zverify.cold import entries, lock, names, parity
+from zverify.cold.check import ArchiveReport, FileReport, Problem, upload_report
+from zverify.cold.entries import Identity
+from zverify.cold.names import DAMAGED, SIDECAR
+from zverify.cold.sidecar import MAX_BYTES
+from zverify.cold.store import Entry, Store
+
+DEPTH = "metadata"
+CHECKSUM = "s3_checksum_sha256"  # the sidecar's key for the composite SHA-256 of a bucket send
+
+
+def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
+    """Every object of the store described by its listing, its HEAD and its sidecar (raises
+    ArchiveError when the store cannot be listed)."""
+    listed = store.entries()
+    sidecars = {e.key: e for e in listed if e.key.endswith(SIDECAR)}
+    files: list[FileReport] = []
+    for entry in listed:
+        if entry.upload is not None:
+            files.append(upload_report(store, entry))
+        elif not _aside(entry):
+            files.append(_described(store, entry, sidecars.get(entry.key + SIDECAR)))
+    streams = {f.name for f in files}
+    stray = [
+        Problem(
+            key, "sidecar-mismatch", f"its stream {names.shown(key[: -len(SIDECAR)])} is not here"
+        )
+        for key in sorted(sidecars)
+        if key[: -len(SIDECAR)] not in streams
+    ]
+    if dataset is not None:
+        files = [f for f in files if (f.stored or {}).get("dataset") in (None, dataset)]
+    report = ArchiveReport(store.shown, files, {}, {}, stray, [], None, store, store.places)
+    report.depth = DEPTH
+    return report
+
+
+def _aside(entry: Entry) -> bool:
+    """Sidecars, parity, kept originals and lock files: no stream of their own."""
+    return entry.key.endswith((SIDECAR, parity.SUFFIX, DAMAGED)) or entry.name in lock.FILES
+
+
+def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
+    assert entry.st is not None
+    name, size = entry.key, entry.st.st_size
+    found = FileReport(name, "unknown", size, place=entry.place, identity=Identity.of(entry.st))
+    try:
+        found.stored = store.stored(name)
+    except OSError as err:
+        found.problems.append(Problem(name, "unreadable", f"cannot be asked: {err.strerror}"))
+        found.readable = False
+        return found
+    if sidecar is None or sidecar.st is None:
+        why = "no sidecar: at --depth metadata nothing says what it holds (a full check reads it)"
+        found.problems.append(Problem(name, "unproven", why))
+        return found
+    try:
+        doc = boundedjson.loads(store.read_small(sidecar.key, Identity.of(sidecar.st), MAX_BYTES))
+    except (OSError, entries.Changed) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        found.problems.append(Problem(sidecar.key, "unreadable", f"cannot be read: {why}"))
+        return found
+    except ValueError as err:
+        found.problems.append(Problem(sidecar.key, "sidecar-mismatch", f"cannot be read: {err}"))
+        return found
+    if not isinstance(doc, dict):
+        found.problems.append(Problem(sidecar.key, "sidecar-mismatch", "not a JSON object"))
+        return found
+    found.problems += _against(name, size, found.stored, doc)
+    found.kind = str(doc.get("kind", "unknown"))
+    found.stored |= {k: doc[k] for k in ("dataset", "from_guid", "to_guid") if k in doc}
+    return found
+
+
+def _against(
+    name: str, size: int, stored: dict[str, object], doc: dict[str, object]
+) -> list[Problem]:
+    """How the object disagrees with its sidecar: its size, its stored checksum."""
+    found = []
+    want = doc.get("file_bytes", doc.get("bytes"))
+    if want != size:
+        found.append(Problem(name, "damaged", f"holds {size:,} bytes, its sidecar says {want}"))
+    said, kept = doc.get(CHECKSUM), stored.get("checksum_sha256")
+    stored["compared"] = ["size"] + (["checksum_sha256"] if said and kept else [])
+    if said and kept and said != kept:
+        message = (
+            f"the server's SHA-256 of it is {kept}, its sidecar says {said}: not what was sent"
+        )
+        found.append(Problem(name, "damaged", message))
+    return found
