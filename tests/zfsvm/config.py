@@ -47,10 +47,11 @@ PYDEPS_EXTRA = ("pytest", "click")
 
 
 def pydeps() -> tuple[str, ...]:
-    """The project's runtime dependencies from pyproject.toml, plus what tests run in the guest."""
+    """The project's runtime dependencies from pyproject.toml (with the s3 extra: the cold
+    tests on buckets run zverify in the guest), plus what tests run in the guest."""
     with open(REPO_ROOT / "pyproject.toml", "rb") as fh:
-        deps = tomllib.load(fh)["project"]["dependencies"]
-    return (*deps, *PYDEPS_EXTRA)
+        project = tomllib.load(fh)["project"]
+    return (*project["dependencies"], *project["optional-dependencies"]["s3"], *PYDEPS_EXTRA)
 
 
 MIN_FREE_BYTES = 5 * 1024**3
