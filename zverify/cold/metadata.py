@@ -9,6 +9,8 @@ one that was sent.  A server that keeps no checksum leaves only the size compare
 file's `stored` facts say which were.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 from zverify import boundedjson
 from zverify.cold import entries, lock, names, parity
 from zverify.cold.check import ArchiveReport, FileReport, Problem, upload_report
@@ -18,6 +20,7 @@ from zverify.cold.sidecar import MAX_BYTES
 from zverify.cold.store import Entry, Store
 
 DEPTH = "metadata"
+CONCURRENT = 16  # requests in flight (boto3's default pool holds 10 connections: see s3.py)
 CHECKSUM = "s3_checksum_sha256"  # the sidecar's key for the composite SHA-256 of a bucket send
 
 
@@ -26,12 +29,15 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     ArchiveError when the store cannot be listed)."""
     listed = store.entries()
     sidecars = {e.key: e for e in listed if e.key.endswith(SIDECAR)}
-    files: list[FileReport] = []
-    for entry in listed:
+
+    def one(entry: Entry) -> FileReport:
         if entry.upload is not None:
-            files.append(upload_report(store, entry))
-        elif not _aside(entry):
-            files.append(_described(store, entry, sidecars.get(entry.key + SIDECAR)))
+            return upload_report(store, entry)
+        return _described(store, entry, sidecars.get(entry.key + SIDECAR))
+
+    # two requests an object (HEAD, the sidecar's GET), each a round trip: a few at a time
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        files = list(pool.map(one, [e for e in listed if e.upload is not None or not _aside(e)]))
     streams = {f.name for f in files}
     stray = [
         Problem(

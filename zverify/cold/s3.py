@@ -114,7 +114,8 @@ def make_client(endpoint_url: str | None = None) -> Any:
     """A boto3 S3 client configured the AWS way (raises ArchiveError when boto3 is missing)."""
     if boto3 is None:
         raise ArchiveError("s3:// archives need boto3: pip install 'zverify[s3]' (or boto3)")
-    config = Config(retries={"max_attempts": 5, "mode": "standard"})
+    # enough connections for --depth metadata's concurrent requests (metadata.CONCURRENT)
+    config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=16)
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
