@@ -193,7 +193,7 @@ class S3Store:
         loc = self.location
         try:
             self.versioned = self._versioning() in ("Enabled", "Suspended")
-            listed = self._versions() if self.versioned else self._objects()
+            listed = self._objects(self.versioned)
             uploads = self._uploads()
         except _errors() as err:
             raise ArchiveError(f"cannot list {loc.url}: {_why(err)}") from None
@@ -206,36 +206,23 @@ class S3Store:
         answer = self.client.get_bucket_versioning(Bucket=self.location.bucket)
         return str(answer.get("Status", ""))
 
-    def _objects(self) -> dict[str, Listed]:
+    def _objects(self, versioned: bool) -> dict[str, Listed]:
+        """Each key's object (in a versioned bucket its latest version, unless a delete
+        marker hides it), but "folder" markers, which hold nothing."""
         found: dict[str, Listed] = {}
-        pages = self.client.get_paginator("list_objects_v2").paginate(
+        listing, field = (
+            ("list_object_versions", "Versions") if versioned else ("list_objects_v2", "Contents")
+        )
+        pages = self.client.get_paginator(listing).paginate(
             Bucket=self.location.bucket, Prefix=self.location.prefix
         )
         for page in pages:
-            for o in page.get("Contents", []):
+            for o in page.get(field, []):
                 key = o["Key"][len(self.location.prefix) :]
-                if key and not key.endswith("/"):  # a "folder" marker holds nothing
+                if key and not key.endswith("/") and o.get("IsLatest", True):
+                    version = o.get("VersionId") if versioned else None
                     found[key] = Listed(
-                        o["ETag"], None, o["Size"], o["LastModified"], o.get("StorageClass", "")
-                    )
-        return found
-
-    def _versions(self) -> dict[str, Listed]:
-        """The latest version of each key that is not deleted (a delete marker hides it)."""
-        found: dict[str, Listed] = {}
-        pages = self.client.get_paginator("list_object_versions").paginate(
-            Bucket=self.location.bucket, Prefix=self.location.prefix
-        )
-        for page in pages:
-            for o in page.get("Versions", []):
-                key = o["Key"][len(self.location.prefix) :]
-                if o.get("IsLatest") and key and not key.endswith("/"):
-                    found[key] = Listed(
-                        o["ETag"],
-                        o.get("VersionId"),
-                        o["Size"],
-                        o["LastModified"],
-                        o.get("StorageClass", ""),
+                        o["ETag"], version, o["Size"], o["LastModified"], o.get("StorageClass", "")
                     )
         return found
 
