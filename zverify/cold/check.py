@@ -41,7 +41,7 @@ ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 
 
 # problem kinds that leave something not verified (unproven: --depth metadata knows nothing)
-UNVERIFIED = ("unreadable", "changed", "unproven")
+UNVERIFIED = ("unreadable", "changed", "unproven", "lifecycle-unknown")
 
 
 @dataclass(frozen=True)
@@ -135,12 +135,16 @@ def check_archive(
         datasets = [d for d in datasets if d == dataset]
         files = [f for f in files if f.archived is None or dataset in f.archived.datasets]
     plans = {d: p for d, p in plan(archived).items() if d in datasets}
+    hazards = [Problem(store.shown, kind, message) for kind, message in store.hazards()]
     return ArchiveReport(
         store.shown,
         files,
         plans,
         {d: chains(d, archived) for d in datasets},
-        [p for d in datasets for p in _chain_problems(plans[d], store)] + stray + aside.loose,
+        [p for d in datasets for p in _chain_problems(plans[d], store)]
+        + stray
+        + aside.loose
+        + hazards,
         sorted(aside.kept),
         level,
         store,

@@ -48,6 +48,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     ]
     if dataset is not None:
         files = [f for f in files if (f.stored or {}).get("dataset") in (None, dataset)]
+    stray += [Problem(store.shown, kind, message) for kind, message in store.hazards()]
     report = ArchiveReport(store.shown, files, {}, {}, stray, [], None, store, store.places)
     report.depth = DEPTH
     return report

@@ -351,6 +351,42 @@ class S3Store:
                 return None
             raise OSError(errno.EIO, _why(err)) from None
 
+    def hazards(self) -> list[tuple[str, str]]:
+        """(kind, message) for each enabled lifecycle rule that expires objects of the prefix
+        by age: age knows no chain, so it deletes a full while the incrementals that need it
+        stay, and once sends stop it deletes everything.  A server without lifecycle rules
+        (NotImplemented) has none; rules that cannot be read are "lifecycle-unknown" (not
+        verified; prune is not blocked: it deletes only what it proves)."""
+        try:
+            answer = self.client.get_bucket_lifecycle_configuration(Bucket=self.location.bucket)
+        except _errors() as err:
+            if _code(err) in ("NoSuchLifecycleConfiguration", "NotImplemented"):
+                return []
+            why = f"the bucket's lifecycle rules cannot be read ({_why(err)})"
+            return [("lifecycle-unknown", f"{why}: whether one expires the archive is not known")]
+        expiring = [self._expiring(rule) for rule in answer.get("Rules", [])]
+        return [("lifecycle", message) for message in expiring if message]
+
+    def _expiring(self, rule: dict[str, Any]) -> str | None:
+        """Why rule can delete a current object of the prefix, or None."""
+        expiration = rule.get("Expiration", {})
+        when = expiration.get("Days") or expiration.get("Date")
+        if rule.get("Status") != "Enabled" or not when:
+            return None
+        scope = rule.get("Filter", {})
+        scope = scope.get("And", scope)
+        prefix = scope.get("Prefix", rule.get("Prefix", ""))
+        mine = self.location.prefix
+        if not (mine.startswith(prefix) or prefix.startswith(mine)):
+            return None
+        after = f"after {when} days" if expiration.get("Days") else f"on {when:%Y-%m-%d}"
+        return (
+            f"bucket lifecycle rule {rule.get('ID', '(unnamed)')!r} expires objects under "
+            f"{prefix or 'the whole bucket'!r} {after}: by age, blind to chains, it deletes a "
+            "full while incrementals that need it stay (`cold prune` removes only what no "
+            "kept chain needs)"
+        )
+
     def stored(self, key: str) -> dict[str, object]:
         """What HEAD says of the version listed: its stored SHA-256 (composite for a
         multipart upload), storage class, version and lock.  Raises OSError."""
