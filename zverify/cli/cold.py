@@ -221,6 +221,20 @@ def restore(
     script_file: Annotated[
         str | None, typer.Option("--script", help="Write the receives as an sh script.")
     ] = None,
+    thaw: Annotated[
+        bool,
+        typer.Option(
+            "--thaw",
+            help="s3:// in GLACIER or DEEP_ARCHIVE: ask for every archived object to be thawed "
+            "(RestoreObject), and restore once all are readable (run it again; -n: only list).",
+        ),
+    ] = False,
+    tier: Annotated[
+        str, typer.Option("--tier", metavar="TIER", help="Standard, Bulk or Expedited.")
+    ] = "Standard",
+    days: Annotated[
+        int, typer.Option("--days", min=1, help="How long a thawed copy stays readable.")
+    ] = 7,
     as_json: Json = False,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
@@ -235,8 +249,14 @@ def restore(
 
     if dry_run and script_file is not None:
         raise UsageError("--script writes a file and --dry-run writes nothing: give one")
+    if tier not in ("Standard", "Bulk", "Expedited"):
+        raise UsageError(f"--tier {tier!r}: Standard, Bulk or Expedited")
     store = _store(directories, recursive, endpoint_url)
-    options = operations.RestoreOptions(snapshot, dataset, repair_first, dry_run, script_file)
+    if thaw and store.uses_local_files:
+        raise UsageError("--thaw is for s3:// archives: a file needs no thaw")
+    options = operations.RestoreOptions(
+        snapshot, dataset, repair_first, dry_run, script_file, (days, tier) if thaw else None
+    )
     bars = _bars(quiet or no_progress or as_json)
     events = _events(repairs_to_stderr=not quiet)
     result = operations.restore_snapshot(store, target, options, max(0.0, wait), bars, events)
@@ -443,6 +463,9 @@ def _events(repairs_to_stderr: bool = False, repairs_to_stdout: bool = False) ->
     events = Events(archive_read=lambda report: _write(sys.stderr, cold_report.warnings(report)))
     if out is not None:
         events.repaired = lambda outcome: _write(out, cold_report.repair_line(outcome))
+    events.thawing = lambda objects, asked: _write(
+        sys.stderr, cold_report.thaw_lines(objects, asked)
+    )
     return events
 
 

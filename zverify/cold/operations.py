@@ -37,8 +37,8 @@ from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
-from zverify.cold.store import LocalStore, Store
-from zverify.errors import UnrestorableError
+from zverify.cold.store import Frozen, LocalStore, Store
+from zverify.errors import ColdError, UnrestorableError
 from zverify.zfs import inventory
 
 Hook = Callable[[int], None]
@@ -55,6 +55,7 @@ class Events:
 
     archive_read: Callable[[ArchiveReport], None] = lambda _report: None
     repaired: Callable[[Outcome], None] = lambda _outcome: None
+    thawing: Callable[[list[Frozen], bool], None] = lambda _objects, _asked: None
 
 
 # -- results ------------------------------------------------------------------------------
@@ -272,6 +273,7 @@ class RestoreOptions:
     repair_first: bool = False
     dry_run: bool = False
     script: str | None = None  # write the receives to this file instead of receiving
+    thaw: tuple[int, str] | None = None  # (days, tier): thaw archived objects of a bucket first
 
 
 def restore_snapshot(
@@ -286,6 +288,8 @@ def restore_snapshot(
     script).  Raises UnrestorableError (exit 1) when the archive cannot, with a hint when
     its parity can repair what is in the way."""
     events = events or Events()
+    if options.thaw is not None:
+        _thaw(store, *options.thaw, options.dry_run, events)
     repairing = options.repair_first and not options.dry_run  # -n writes nothing at all
     # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
     with store.lock("delete" if repairing else "read", wait):
@@ -312,6 +316,46 @@ def restore_snapshot(
             restore.receive_all(plan, report, hook)
     result.at = restore.restored_at(plan, report)
     return result
+
+
+class ThawPending(ColdError):
+    """Objects of the archive are not readable yet: thawing, or (dry run) frozen."""
+
+
+def _thaw(store: Store, days: int, tier: str, dry_run: bool, events: Events) -> None:
+    """Ask for every archived object of the store to be thawed (none with dry_run), and go on
+    only when all are readable: a restore reads every object of the archive first, so none
+    may be frozen.  Raises ThawPending (exit 2) naming how many, how big and how long."""
+    with store.lock("read"):
+        store.entries()
+        waiting = [f for f in store.frozen() if f.state != "thawed"]
+        if waiting and not dry_run:
+            for f in waiting:
+                if f.state == "frozen":
+                    store.thaw(f.key, days, tier)
+            waiting = [f for f in store.frozen() if f.state != "thawed"]
+    if not waiting:
+        return
+    events.thawing(waiting, not dry_run)
+    size = sum(f.bytes for f in waiting)
+    waits = sorted({s3_wait(f.storage_class, tier) for f in waiting})
+    what = "would be thawed (dry run: nothing asked)" if dry_run else "thawing"
+    raise ThawPending(
+        f"{len(waiting)} archived object(s), {size:,} bytes, {what}, {tier} tier: "
+        f"{', '.join(waits)}; run the same command again once they are readable"
+    )
+
+
+def s3_wait(storage_class: str, tier: str) -> str:
+    """How long a thaw takes, in words (AWS S3 user guide, archive retrieval options)."""
+    waits = {
+        ("GLACIER", "Expedited"): "1-5 minutes",
+        ("GLACIER", "Standard"): "3-5 hours",
+        ("GLACIER", "Bulk"): "5-12 hours",
+        ("DEEP_ARCHIVE", "Standard"): "within 12 hours",
+        ("DEEP_ARCHIVE", "Bulk"): "within 48 hours",
+    }
+    return waits.get((storage_class, tier), f"{tier} from {storage_class}: the server's time")
 
 
 @contextlib.contextmanager

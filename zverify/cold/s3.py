@@ -36,7 +36,7 @@ from typing import Any
 
 from zverify.cold import names
 from zverify.cold.entries import Changed, Identity
-from zverify.cold.store import Entry
+from zverify.cold.store import Entry, Frozen
 from zverify.errors import ArchiveError, ColdError
 
 try:  # the s3 extra: only this module imports it, and only `cold` with an s3:// URL this
@@ -139,6 +139,9 @@ def _why(err: BaseException) -> str:
 def _errors() -> tuple[type[BaseException], ...]:
     """What boto3 raises for a failed request or a dropped connection."""
     return (ClientError, BotoCoreError, OSError)
+
+
+ARCHIVED = ("GLACIER", "DEEP_ARCHIVE")  # readable only after a RestoreObject ("thaw")
 
 
 def _checksum_error() -> type[BaseException]:
@@ -386,6 +389,38 @@ class S3Store:
             "full while incrementals that need it stay (`cold prune` removes only what no "
             "kept chain needs)"
         )
+
+    def frozen(self) -> list[Frozen]:
+        """Every object listed (entries()) in an archive storage class, with its thaw state
+        from HEAD's Restore header.  Raises OSError."""
+        found = []
+        for key, listed in sorted(self._listed.items()):
+            if listed.storage_class not in ARCHIVED:
+                continue
+            restore = str((self.head(key, listed.version) or {}).get("Restore") or "")
+            state = (
+                "frozen"
+                if not restore
+                else "thawing"
+                if 'ongoing-request="true"' in restore
+                else "thawed"
+            )
+            found.append(Frozen(key, listed.size, listed.storage_class, state))
+        return found
+
+    def thaw(self, key: str, days: int, tier: str) -> None:
+        """Ask for a readable copy of an archived object for days (RestoreObject).  Raises
+        ColdError when the server refuses (one that cannot thaw says NotImplemented)."""
+        listed = self._listed[key]
+        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
+        args |= {"VersionId": listed.version} if listed.version else {}
+        request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}
+        try:
+            self.client.restore_object(RestoreRequest=request, **args)
+        except _errors() as err:
+            if _code(err) == "RestoreAlreadyInProgress":
+                return
+            raise ColdError(f"thawing {names.shown(key)} failed: {_why(err)}") from None
 
     def stored(self, key: str) -> dict[str, object]:
         """What HEAD says of the version listed: its stored SHA-256 (composite for a

@@ -59,6 +59,16 @@ class Entry:
         return os.path.basename(self.key)
 
 
+@dataclass(frozen=True)
+class Frozen:
+    """An object of an archive storage class, and how far its thaw is."""
+
+    key: str
+    bytes: int
+    storage_class: str
+    state: str  # frozen (no thaw asked), thawing, thawed (readable until its expiry)
+
+
 class Store(Protocol):
     """The archive operations the cold commands use (see the module's docstring)."""
 
@@ -79,6 +89,8 @@ class Store(Protocol):
     def retained_until(self, key: str) -> "datetime.datetime | None": ...
     def stored(self, key: str) -> dict[str, object]: ...
     def hazards(self) -> list[tuple[str, str]]: ...
+    def frozen(self) -> list[Frozen]: ...
+    def thaw(self, key: str, days: int, tier: str) -> None: ...
     def upload_state(self, entry: Entry) -> tuple[int, float, bool]: ...
     def abort_upload(self, entry: Entry) -> None: ...
     def ensure_unchanged(self, key: str, expect: Identity | None) -> None: ...
@@ -263,6 +275,13 @@ class LocalStore:
     def hazards(self) -> list[tuple[str, str]]:
         """(kind, message) of what the storage itself will do to the archive: nothing, here."""
         return []
+
+    def frozen(self) -> list[Frozen]:
+        """A file is always readable: no storage class to thaw from."""
+        return []
+
+    def thaw(self, key: str, days: int, tier: str) -> None:
+        raise ColdError(f"{names.shown(key)}: a file needs no thaw")
 
     def stored(self, key: str) -> dict[str, object]:
         """A file has no stored checksum, class or version: its bytes are what a check reads."""

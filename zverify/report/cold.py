@@ -24,6 +24,7 @@ from zverify.cold.parity import Parity
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
 from zverify.cold.send import SentFile
+from zverify.cold.store import Frozen
 from zverify.sendstream.chain import Restorable
 
 CHECK_SCHEMA = "zverify.cold-check/1"
@@ -443,6 +444,18 @@ def verdict_only(text: str) -> str:
     """-q: the last line of a text rendering, which is always its verdict."""
     lines = text.splitlines(keepends=True)
     return lines[-1] if lines else ""
+
+
+def thaw_lines(objects: list[Frozen], asked: bool) -> str:
+    """restore --thaw: each archived object not readable yet, and what was done about it."""
+    doing = {"frozen": "thaw asked" if asked else "would be thawed", "thawing": "thawing"}
+    return _text(
+        [
+            f"zverify: {doing.get(f.state, f.state)} {shown(f.key)} "
+            f"({f.bytes:,} bytes, {f.storage_class})"
+            for f in objects
+        ]
+    )
 
 
 def warnings(report: ArchiveReport) -> str:

@@ -1,9 +1,10 @@
-"""A bucket lifecycle rule that expires the archive's objects by age, reported by `cold check`.
+"""What no installable real S3 server does: lifecycle rules and Glacier thaws.
 
 STAND-IN: versitygw, the real server of the other tests, answers NotImplemented to lifecycle
-configuration (tests/s3/test_server.py), and no installable server implements lifecycle rules
-faithfully; moto's server mode (a mock of S3, PyPI `moto`) stores and returns them, which is
-all this needs: zverify only reads the rules.  Nothing here is a checksum or lock oracle."""
+configuration and to RestoreObject, and ignores storage classes (tests/s3/test_server.py).
+moto's server mode (a mock of S3, PyPI `moto`) stores and returns lifecycle rules, refuses a
+GET of a DEEP_ARCHIVE object (InvalidObjectState) and completes a RestoreObject at once: the
+state machine zverify drives.  Nothing here is a checksum or lock oracle."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def moto_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture
-def bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch):
+def bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
     import boto3
 
     for name, value in {**KEYS, "AWS_DEFAULT_REGION": "us-east-1"}.items():
@@ -70,7 +71,9 @@ def bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch):
         ("fs@s1.zfs", "full_fs_s1.zstream"),
         ("fs@s1-s2.zfs", "incr_fs_s1_s2.zstream"),
     ):
-        client.put_object(Bucket=name, Key=f"archive/{key}", Body=(STREAMS / stream).read_bytes())
+        body = (STREAMS / stream).read_bytes()
+        kind = getattr(request, "param", "STANDARD")
+        client.put_object(Bucket=name, Key=f"archive/{key}", Body=body, StorageClass=kind)
     return client, name
 
 
@@ -109,3 +112,29 @@ def test_a_rule_that_cannot_touch_the_archive_is_not(bucket, other: dict) -> Non
         Bucket=name, LifecycleConfiguration={"Rules": [other]}
     )
     assert check(name) == (0, [])
+
+
+def thawed(client, name: str) -> dict[str, str]:
+    """key -> the Restore header of each object (empty: never thawed)."""
+    listed = client.list_objects_v2(Bucket=name)["Contents"]
+    return {
+        o["Key"]: client.head_object(Bucket=name, Key=o["Key"]).get("Restore", "") for o in listed
+    }
+
+
+@pytest.mark.parametrize("bucket", ["DEEP_ARCHIVE"], indirect=True)
+def test_a_frozen_archive_is_unreadable_and_restore_thaw_asks_for_it(bucket) -> None:
+    client, name = bucket
+    url = f"s3://{name}/archive"
+    code, _ = check(name)
+    assert code == 2  # frozen objects are not read: nothing is proven
+    r = zverify("cold", "check", url)
+    assert "DEEP_ARCHIVE: thaw it first" in r.stdout
+    dry = zverify("cold", "restore", "--thaw", "--dry-run", url, "pool/restored")
+    assert dry.returncode == 2 and "would be thawed" in dry.stderr
+    assert "within 12 hours" in dry.stderr and "fs@s1.zfs" in dry.stderr
+    assert set(thawed(client, name).values()) == {""}  # a dry run asks for nothing
+    zverify("cold", "restore", "--thaw", "--tier", "Bulk", "--days", "2", url, "pool/restored")
+    states = thawed(client, name)
+    assert all('ongoing-request="false"' in s for s in states.values()), states
+    assert check(name) == (0, [])  # thawed: read whole, and intact
