@@ -11,6 +11,7 @@ some test, so none goes stale untested.
 """
 
 import copy
+import datetime
 import json
 import os
 import shutil
@@ -33,8 +34,8 @@ from tests.stream.streamgen import resume_token
 from tests.treebuilder import write
 from zverify.cli import run as run_cli
 from zverify.cold import lock
-from zverify.cold.check import ArchiveReport, FileReport
-from zverify.cold.operations import Pruned
+from zverify.cold.check import ArchiveReport, FileReport, Problem
+from zverify.cold.operations import LockedChains, Pruned
 from zverify.cold.prune import blocked, plan_prune
 from zverify.report import cold as cold_report
 from zverify.report import cutover as cutover_report
@@ -68,6 +69,7 @@ CONSTANTS = {
     "cold-clean.schema.json": cold_report.CLEAN_SCHEMA,
     "cold-parity.schema.json": cold_report.PARITY_SCHEMA,
     "cold-repair.schema.json": cold_report.REPAIR_SCHEMA,
+    "cold-lock.schema.json": cold_report.LOCK_SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -650,6 +652,25 @@ def test_cold_restore_documents(cli: Run, tmp_path: Path) -> None:
     code, doc = cli("cold", "restore", "--json", "--script", str(script), str(root), "tank/b")
     assert code == 0 and doc["script"] == str(script) and script.read_text().startswith("#!")
     validate_document("cold-restore.schema.json", doc)
+
+
+@exercises("cold-lock.schema.json")
+def test_cold_lock_documents() -> None:
+    """Rendered from results (the command itself runs against a real S3 server with object
+    lock in tests/s3/test_cold_bucket.py): a run and a dry run, with a problem not read."""
+    until = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    before = datetime.datetime(2029, 1, 1, tzinfo=datetime.UTC)
+    unread = Problem("fs@s2.zfs", "unreadable", "cannot be read whole")
+    done = [("fs@s1.zfs", "extended", None), ("fs@s1.zfs.json", "kept", before)]
+    for result in (
+        LockedChains("s3://b/archive/", until, done, dry_run=False),
+        LockedChains(
+            "s3://b/archive/", until, [("fs@s1.zfs", "would-extend", before)], True, [unread]
+        ),
+    ):
+        doc = json.loads(cold_report.lock_json(result))
+        validate_document("cold-lock.schema.json", doc)
+        assert doc["exit_code"] == result.exit_code
 
 
 @exercises("cold-clean.schema.json")

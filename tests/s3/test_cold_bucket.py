@@ -357,3 +357,35 @@ def test_depth_metadata_of_a_wrong_size_is_damage_and_of_no_sidecar_unproven(
 def test_depth_metadata_is_for_buckets(tmp_path: Path) -> None:
     r = zverify("cold", "check", "--depth", "metadata", str(tmp_path))
     assert r.returncode == 2 and "s3://" in r.stderr
+
+
+def test_lock_extends_the_kept_chain_and_leaves_the_old_one_to_expire(
+    s3env_locked: S3Env,
+) -> None:
+    env = s3env_locked
+    upload(env, {**CHAIN_A, **CHAIN_B})
+    soon = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=3)
+    r = zverify("cold", "lock", "--json", "--days", "3", env.url)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert {f["file"]: f["status"] for f in doc["files"]} == dict.fromkeys(CHAIN_B, "extended")
+    for key in CHAIN_B:
+        held = env.client.get_object_retention(Bucket=env.bucket, Key=f"archive/{key}")
+        assert held["Retention"]["Mode"] == "GOVERNANCE"
+        assert held["Retention"]["RetainUntilDate"] >= soon - datetime.timedelta(minutes=5)
+    for key in CHAIN_A:  # what prune removes is not extended
+        head = env.client.head_object(Bucket=env.bucket, Key=f"archive/{key}")
+        assert "ObjectLockRetainUntilDate" not in head
+    shorter = json.loads(zverify("cold", "lock", "--json", "--days", "1", env.url).stdout)
+    assert {f["status"] for f in shorter["files"]} == {"kept"}  # never shortened
+    pruned = zverify("cold", "prune", "--yes", env.url)
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert keys(env) == sorted(CHAIN_B)
+
+
+def test_lock_in_a_bucket_without_object_lock_is_exit_2_in_one_line(s3env: S3Env) -> None:
+    upload(s3env, CHAIN_A)
+    r = zverify("cold", "lock", "--days", "3", s3env.url)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "fs@s1" in last and "Object Lock" in last, last

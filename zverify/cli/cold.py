@@ -1,4 +1,4 @@
-"""`zverify cold send|check|restore|prune|clean|parity|repair`: send streams archived as files
+"""`zverify cold send|check|restore|prune|clean|parity|repair|lock`: send streams archived as files
 (zverify.cold).
 
 Each command holds the archive's lock for its whole run (zverify.cold.lock): send as a
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 app = typer.Typer(
     name="cold",
     help="Send-stream archives on cold storage: send, check, restore, prune, clean, parity, "
-    "repair.",
+    "repair, lock.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -304,6 +304,44 @@ def prune(
         bars,
     )
     return _show(operations.prune_chains(*args), as_json, quiet)
+
+
+@app.command("lock", epilog=epilog("cold lock"))
+def lock(
+    directory: Annotated[str, typer.Argument(metavar="s3://BUCKET/PREFIX")],
+    days: Annotated[int, typer.Option("--days", min=1, help="Lock until this many days from now.")],
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            metavar="MODE",
+            help="GOVERNANCE (privileged users may lift it) or COMPLIANCE (nobody may, "
+            "until the date).  A COMPLIANCE lock stays COMPLIANCE.",
+        ),
+    ] = "GOVERNANCE",
+    keep_chains: Annotated[
+        int, typer.Option("--keep-chains", min=1, help="The chains prune keeps: the newest N.")
+    ] = 1,
+    dry_run: DryRun = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
+    wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
+) -> int:
+    """Extend the object lock of every file of the chains prune keeps (and their sidecars)
+    to --days from now, never shortening one: run it after each send, so that a chain that
+    grew never has an unlocked base.  Exit 0 locked, 2 error."""
+    from zverify.cold import operations
+
+    if mode not in ("GOVERNANCE", "COMPLIANCE"):
+        raise UsageError(f"--mode {mode!r}: GOVERNANCE or COMPLIANCE")
+    store = _store([directory], False, endpoint_url)
+    if store.uses_local_files:
+        raise UsageError("cold lock is for s3:// archives in a bucket with object lock")
+    bars = _bars(quiet or no_progress or as_json)
+    result = operations.lock_chains(store, days, mode, keep_chains, dry_run, max(0.0, wait), bars)
+    return _show(result, as_json, quiet)
 
 
 @app.command("clean", epilog=epilog("cold clean"))

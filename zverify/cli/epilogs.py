@@ -119,6 +119,12 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold clean /cold",
         "zverify cold clean /cold --yes",
     ),
+    "cold lock": _simple(
+        f"{_OK} the kept chains locked (or a dry run), {_TROUBLE} error (a bucket without "
+        "object lock, a lock refused).",
+        "zverify cold lock --days 30 s3://backups/tank",
+        "zverify cold lock --days 365 --mode COMPLIANCE s3://backups/tank",
+    ),
     "cold parity": _simple(
         f"{_OK} every stream protected, {_BAD} a stream left without parity (not intact: "
         f"repair it first), {_TROUBLE} error.",

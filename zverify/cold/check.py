@@ -89,6 +89,7 @@ class ArchiveReport:
     store: Store | None = None  # where the files are: paths of names, locks, deletions
     places: list[str] = field(default_factory=list)
     depth: str = "full"  # full: every byte read; metadata: listings and sidecars only
+    sidecars: list[str] = field(default_factory=list)  # the NAME.json files beside streams
 
     def path(self, name: str) -> str:
         """The local path of a file of the report (names are the store's keys)."""
@@ -136,7 +137,7 @@ def check_archive(
         files = [f for f in files if f.archived is None or dataset in f.archived.datasets]
     plans = {d: p for d, p in plan(archived).items() if d in datasets}
     hazards = [Problem(store.shown, kind, message) for kind, message in store.hazards()]
-    return ArchiveReport(
+    report = ArchiveReport(
         store.shown,
         files,
         plans,
@@ -150,6 +151,8 @@ def check_archive(
         store,
         store.places,
     )
+    report.sidecars = sorted(aside.sidecars)
+    return report
 
 
 def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:

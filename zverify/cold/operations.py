@@ -10,6 +10,7 @@ it goes and how it looks.
 """
 
 import contextlib
+import datetime
 import os
 import shlex
 from collections.abc import Callable, Collection, Iterator
@@ -164,7 +165,20 @@ class Repaired:
         )
 
 
-Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repaired
+@dataclass
+class LockedChains:
+    places: str
+    until: datetime.datetime
+    done: list[tuple[str, str, object]]  # (file, status, retain-until before)
+    dry_run: bool
+    unread: list[check.Problem] = field(default_factory=list)  # the archive was not all read
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=bool(self.unread), different=False)
+
+
+Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repaired | LockedChains
 
 
 # -- operations ---------------------------------------------------------------------------
@@ -419,6 +433,36 @@ def _prune_one(
     deleted = prune.delete_files(store, d, report)
     released, note = prune.release_keepers(d)
     return {"deleted": deleted, "released": released, "note": note}
+
+
+def lock_chains(
+    store: Store,
+    days: int,
+    mode: str,
+    keep_chains: int,
+    dry_run: bool,
+    wait: float,
+    bars: Bars = no_bars,
+) -> LockedChains:
+    """Extend the object lock of every file (and sidecar) of the chains prune keeps to
+    now + days, so that a chain that grew never has an unlocked base; the chains prune would
+    remove are left to expire.  Nothing is ever shortened."""
+    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=days)
+    with store.lock("read", wait):
+        with bars("verifying", None) as hook:
+            report = read_archive(store, None, _per_file(hook))
+        kept = sorted(
+            {n for d in prune.plan_prune(report, keep_chains) for c in d.keep for n in c.files}
+        )
+        listed = {f.name for f in report.files} | set(report.sidecars)
+        keys = [k for name in kept for k in (name, name + names.SIDECAR) if k in listed]
+        done: list[tuple[str, str, object]] = []
+        for key in keys:
+            if dry_run:
+                done.append((key, "would-extend", store.retained_until(key)))
+            else:
+                done.append((key, *store.retain(key, mode, until)))
+    return LockedChains(store.shown, until, done, dry_run, not_read(report))
 
 
 def clean_places(store: Store, yes: bool, wait: float) -> Cleaned:

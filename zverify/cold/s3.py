@@ -473,6 +473,31 @@ class S3Store:
             return until  # type: ignore[no-any-return]
         return None
 
+    def retain(self, key: str, mode: str, until: datetime.datetime) -> tuple[str, object]:
+        """Extend the object lock of the version listed to until (never shorten it; a
+        COMPLIANCE lock stays COMPLIANCE).  Returns (status, retain-until before): status
+        kept when it already reaches until, extended otherwise.  Raises ColdError."""
+        listed = self._listed[key]
+        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
+        args |= {"VersionId": listed.version} if listed.version else {}
+        try:
+            now = self.client.get_object_retention(**args).get("Retention") or {}
+        except _errors() as err:
+            if _code(err) != "NoSuchObjectLockConfiguration":
+                raise ColdError(f"reading the lock of {names.shown(key)}: {_why(err)}") from None
+            now = {}
+        before = now.get("RetainUntilDate")
+        if before is not None and before >= until:
+            return "kept", before
+        mode = "COMPLIANCE" if now.get("Mode") == "COMPLIANCE" else mode
+        try:
+            self.client.put_object_retention(
+                Retention={"Mode": mode, "RetainUntilDate": until}, **args
+            )
+        except _errors() as err:
+            raise ColdError(f"locking {names.shown(key)} failed: {_why(err)}") from None
+        return "extended", before
+
     def delete(self, key: str, expect: Identity) -> None:
         """Delete the very object version that was proven.  In a versioned bucket this
         removes that version (a delete without one would only hide it behind a delete marker,

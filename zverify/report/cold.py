@@ -8,6 +8,7 @@ line may break it, so that one entry is one line; in JSON a file name that is no
 escaped the same way and flagged "file_escaped" (docs/schema/README.md).
 """
 
+import datetime
 import json
 import re
 import shlex
@@ -19,7 +20,16 @@ from zverify import exitcodes
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
-from zverify.cold.operations import Cleaned, Protected, Pruned, Repaired, Restored, Result, Sent
+from zverify.cold.operations import (
+    Cleaned,
+    LockedChains,
+    Protected,
+    Pruned,
+    Repaired,
+    Restored,
+    Result,
+    Sent,
+)  # fmt: skip
 from zverify.cold.parity import Parity
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
@@ -34,6 +44,7 @@ PRUNE_SCHEMA = "zverify.cold-prune/1"
 CLEAN_SCHEMA = "zverify.cold-clean/1"
 PARITY_SCHEMA = "zverify.cold-parity/1"
 REPAIR_SCHEMA = "zverify.cold-repair/1"
+LOCK_SCHEMA = "zverify.cold-lock/1"
 
 
 def check_text(report: ArchiveReport) -> str:
@@ -315,6 +326,48 @@ def prune_json(r: Pruned) -> str:
 
 
 # -- clean ----------------------------------------------------------------------------------
+
+
+def lock_text(r: LockedChains) -> str:
+    lines = [
+        f"{status:<12} {shown(name)}" + (f" (was until {_day(before)})" if before else "")
+        for name, status, before in r.done
+    ]
+    extended = sum(status != "kept" for _, status, _ in r.done)
+    what = "would be extended" if r.dry_run else "extended"
+    lines.append(
+        f"LOCKED: {len(r.done)} file(s) of the kept chains until {r.until:%Y-%m-%d} "
+        f"({extended} {what}); the chains prune removes are left to expire"
+    )
+    if r.unread:
+        lines[-1:-1] = _not_read_lines(r.unread)
+        lines[-1] = "INCOMPLETE: " + lines[-1] + _unverified(r.unread)
+    return _text(lines)
+
+
+def _day(when: object) -> str:
+    return f"{when:%Y-%m-%d}" if isinstance(when, datetime.datetime) else str(when)
+
+
+def lock_json(r: LockedChains) -> str:
+    return _dump(
+        {
+            "schema": LOCK_SCHEMA,
+            "places": r.places,
+            "dry_run": r.dry_run,
+            "exit_code": r.exit_code,
+            "until": r.until.isoformat(timespec="seconds"),
+            "files": [
+                {
+                    **_file_key(name),
+                    "status": status,
+                    "before": before.isoformat() if isinstance(before, datetime.datetime) else None,
+                }
+                for name, status, before in r.done
+            ],
+            "not_read": _not_read_docs(r.unread),
+        }
+    )
 
 
 def clean_text(r: Cleaned) -> str:
@@ -600,6 +653,7 @@ _RENDER: dict[type, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
     Cleaned: (clean_text, clean_json),
     Protected: (parity_text, parity_json),
     Repaired: (repair_text, repair_json),
+    LockedChains: (lock_text, lock_json),
 }
 
 
