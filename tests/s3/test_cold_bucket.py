@@ -10,6 +10,7 @@ import contextlib
 import datetime
 import hashlib
 import json
+import os
 import socket
 import threading
 from pathlib import Path
@@ -389,3 +390,43 @@ def test_lock_in_a_bucket_without_object_lock_is_exit_2_in_one_line(s3env: S3Env
     assert r.returncode == 2 and "Traceback" not in r.stderr
     last = r.stderr.strip().splitlines()[-1]
     assert "fs@s1" in last and "Object Lock" in last, last
+
+
+def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
+    s3env: S3Env,
+) -> None:
+    """What `cold send` writes through (the send itself runs on OpenZFS in tests/zfs)."""
+    from zverify.cold.s3 import FIRST_PART, S3Store, part_size
+
+    assert part_size(1) == FIRST_PART and part_size(1001) == 2 * FIRST_PART
+    assert sum(part_size(n) for n in range(1, 10_001)) > 5 << 40  # S3's largest object
+    data = os.urandom(2 * FIRST_PART + 12345)
+    store = S3Store(s3env.url)
+    w = store.writer("big.zfsfull")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(w.fd, view[: 1 << 20]) :]
+    w.sync()
+    assert w.stored_size() == len(data)
+    assert w.stored_sha256() == hashlib.sha256(data).hexdigest()
+    w.commit()
+    head = s3env.client.head_object(
+        Bucket=s3env.bucket, Key="archive/big.zfsfull", ChecksumMode="ENABLED"
+    )
+    assert head["ChecksumSHA256"] == w.stored_checksum() and w.stored_checksum().endswith("-3")
+    got = s3env.client.get_object(Bucket=s3env.bucket, Key="archive/big.zfsfull")["Body"].read()
+    assert got == data
+    from zverify.errors import ColdError
+
+    with pytest.raises(ColdError, match="already exists"):
+        store.writer("big.zfsfull")
+
+
+def test_a_discarded_writer_leaves_no_object_and_no_upload(s3env: S3Env) -> None:
+    from zverify.cold.s3 import S3Store
+
+    w = S3Store(s3env.url).writer("half.zfsfull")
+    os.write(w.fd, b"x" * 100_000)
+    assert w.discard() is None
+    assert keys(s3env) == []
+    assert not s3env.client.list_multipart_uploads(Bucket=s3env.bucket).get("Uploads")

@@ -671,25 +671,28 @@ class S3Writer:
             self._queue.put(None)
 
     def _send(self) -> None:
+        """Upload each part the reader queues; after a failure only drain the queue (the
+        reader sees the error and stops), so that neither thread ever waits for the other."""
         while (item := self._queue.get()) is not None:
             if self.error is not None:
-                continue  # drain: the reader is told to stop
-            number, part = item
-            checksum = base64.b64encode(hashlib.sha256(part).digest()).decode()
-            try:
-                answer = self.store.client.upload_part(
-                    Bucket=self._bucket,
-                    Key=self._object,
-                    UploadId=self._upload,
-                    PartNumber=number,
-                    Body=part,
-                    ChecksumSHA256=checksum,
-                )
-            except _errors() as err:
-                self.error = f"uploading part {number}: {_why(err)}"
                 continue
-            done = {"PartNumber": number, "ETag": answer["ETag"], "ChecksumSHA256": checksum}
-            self._parts.append(done)
+            try:
+                self._parts.append(self._upload_part(*item))
+            except BaseException as err:
+                why = _why(err) if isinstance(err, _errors()) else f"{type(err).__name__}: {err}"
+                self.error = f"uploading part {item[0]}: {why}"
+
+    def _upload_part(self, number: int, part: bytes) -> dict[str, Any]:
+        checksum = base64.b64encode(hashlib.sha256(part).digest()).decode()
+        answer = self.store.client.upload_part(
+            Bucket=self._bucket,
+            Key=self._object,
+            UploadId=self._upload,
+            PartNumber=number,
+            Body=part,
+            ChecksumSHA256=checksum,
+        )
+        return {"PartNumber": number, "ETag": answer["ETag"], "ChecksumSHA256": checksum}
 
     def sync(self) -> None:
         """Every byte written is uploaded (the pipe closed, the threads done); raises
@@ -726,11 +729,11 @@ class S3Writer:
         and prove the stored object holds what was written: its size and the composite of
         the part checksums the server verified on receipt."""
         self.sync()
-        if not self._parts:  # an empty object: S3 wants one part at least
-            self._parts.append(self._empty_part())
         client = self.store.client
         try:
-            client.complete_multipart_upload(
+            if not self._parts:  # an empty object: S3 wants one part at least
+                self._parts.append(self._upload_part(1, b""))
+            done = client.complete_multipart_upload(
                 Bucket=self._bucket,
                 Key=self._object,
                 UploadId=self._upload,
@@ -741,29 +744,32 @@ class S3Writer:
             why = _why(err)
             raise ColdError(f"completing the upload of {names.shown(self.key)}: {why}") from None
         self._upload = ""
-        stored = self.store.head(self.key) or {}
-        with contextlib.suppress(*_errors()):
-            stored = dict(
-                client.head_object(Bucket=self._bucket, Key=self._object, ChecksumMode="ENABLED")
-            )
+        wrong = self._stored_wrongly(done.get("VersionId"))
+        if wrong is not None:
+            try:
+                version = {"VersionId": done["VersionId"]} if done.get("VersionId") else {}
+                client.delete_object(Bucket=self._bucket, Key=self._object, **version)
+            except _errors() as err:
+                raise ColdError(f"{wrong}, and deleting it failed: {_why(err)}") from None
+            raise ColdError(f"{wrong}: deleted")
+
+    def _stored_wrongly(self, version: str | None) -> str | None:
+        """What is wrong with the object just completed, as HEAD tells: its size, or the
+        composite of its part checksums (what the server verified on receipt); None when
+        it is what was sent.  One that cannot be asked is not proven: said so."""
+        args: dict[str, Any] = {"Bucket": self._bucket, "Key": self._object}
+        args |= {"VersionId": version} if version else {}
+        try:
+            stored = self.store.client.head_object(ChecksumMode="ENABLED", **args)
+        except _errors() as err:
+            return f"{names.shown(self.key)} was uploaded but cannot be asked ({_why(err)})"
         said = stored.get("ChecksumSHA256")
         if stored.get("ContentLength") != self.size or (said and said != self.composite()):
-            raise ColdError(
+            return (
                 f"{names.shown(self.key)} as stored ({stored.get('ContentLength')} bytes, "
                 f"SHA-256 {said}) is not what was sent ({self.size} bytes, {self.composite()})"
             )
-
-    def _empty_part(self) -> dict[str, Any]:
-        checksum = base64.b64encode(hashlib.sha256(b"").digest()).decode()
-        answer = self.store.client.upload_part(
-            Bucket=self._bucket,
-            Key=self._object,
-            UploadId=self._upload,
-            PartNumber=1,
-            Body=b"",
-            ChecksumSHA256=checksum,
-        )
-        return {"PartNumber": 1, "ETag": answer["ETag"], "ChecksumSHA256": checksum}
+        return None
 
     def discard(self) -> str | None:
         """Abort the upload unless completed; what is left behind, in words, when it cannot."""
