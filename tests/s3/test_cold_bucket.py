@@ -138,8 +138,10 @@ def test_prune_in_a_versioned_bucket_removes_the_proven_versions(
 ) -> None:
     env = s3env_versioned
     upload(env, {**CHAIN_A, **CHAIN_B})
-    done = zverify("cold", "prune", "--yes", env.url)
+    done = zverify("cold", "prune", "--yes", "--json", env.url)
     assert done.returncode == 0, done.stdout + done.stderr
+    fs = next(d for d in json.loads(done.stdout)["datasets"] if d["dataset"] == "zv/fs")
+    assert fs["deletion"] == "version-removed" and sorted(fs["deleted"]) == sorted(CHAIN_A)
     versions = env.client.list_object_versions(Bucket=env.bucket, Prefix="archive/")
     left = {v["Key"][len("archive/") :] for v in versions.get("Versions", [])}
     assert left == set(CHAIN_B)  # removed, not hidden behind delete markers

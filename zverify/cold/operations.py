@@ -432,7 +432,7 @@ def _prune_one(
         prune.trial_receive(report, d, scratch)
     deleted = prune.delete_files(store, d, report)
     released, note = prune.release_keepers(d)
-    return {"deleted": deleted, "released": released, "note": note}
+    return {"deleted": deleted, "released": released, "note": note, "deletion": store.deletion}
 
 
 def lock_chains(

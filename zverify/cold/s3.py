@@ -169,6 +169,12 @@ class S3Store:
     def shown(self) -> str:
         return self.location.url
 
+    @property
+    def deletion(self) -> str:
+        """A versioned bucket's deletion removes the proven version (a plain DELETE would
+        only hide it behind a delete marker, still stored and billed)."""
+        return "version-removed" if self.versioned else "deleted"
+
     def object_key(self, key: str) -> str:
         return self.location.prefix + key
 

@@ -78,6 +78,8 @@ class Store(Protocol):
 
     @property
     def shown(self) -> str: ...
+    @property
+    def deletion(self) -> str: ...  # how a file goes: unlinked, deleted, version-removed
     def entries(self) -> list[Entry]: ...
     def open_read(self, key: str, expect: Identity | None = None) -> int: ...
     def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
@@ -122,6 +124,7 @@ class LocalStore:
     that is not a regular file)."""
 
     uses_local_files = True
+    deletion = "unlinked"
 
     def __init__(self, places: list[str], recursive: bool = False) -> None:
         """Raises ArchiveError when a place is not a directory that can be read, or is given

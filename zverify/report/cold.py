@@ -272,7 +272,8 @@ def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
         return [*lines, f"  REFUSED: {d.refused}; nothing deleted"]
     if not d.files:
         return [*lines, "  nothing to prune"]
-    verb = "deleted" if done.get("deleted") else "would delete"
+    how = {"version-removed": "deleted (each its proven version: no delete marker left)"}
+    verb = how.get(done.get("deletion", ""), "deleted") if done.get("deleted") else "would delete"
     lines.append(f"  {verb} {len(d.files)} file(s), {d.bytes:,} bytes, in this order:")
     lines += [f"    {shown(name)}" for name in d.files]
     lost = ", ".join(f"@{gone.snapshot}" for gone in d.lost)
