@@ -9,6 +9,7 @@ state machine zverify drives.  Nothing here is a checksum or lock oracle."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -138,3 +139,21 @@ def test_a_frozen_archive_is_unreadable_and_restore_thaw_asks_for_it(bucket) -> 
     states = thawed(client, name)
     assert all('ongoing-request="false"' in s for s in states.values()), states
     assert check(name) == (0, [])  # thawed: read whole, and intact
+
+
+def test_send_storage_class_applies_to_streams_not_sidecars(bucket) -> None:
+    """The class new objects are written as (what `cold send --storage-class` passes)."""
+    from zverify.cold.s3 import S3Store
+
+    client, name = bucket
+    store = S3Store(f"s3://{name}/archive", storage_class="STANDARD_IA")
+    for key in ("fs@s3.zfs", "fs@s3.zfs.json"):
+        w = store.writer(key)
+        os.write(w.fd, b"{}")
+        w.commit()
+    head = {
+        k: client.head_object(Bucket=name, Key=f"archive/{k}")
+        for k in ("fs@s3.zfs", "fs@s3.zfs.json")
+    }
+    assert head["fs@s3.zfs"].get("StorageClass") == "STANDARD_IA"
+    assert head["fs@s3.zfs.json"].get("StorageClass", "STANDARD") == "STANDARD"

@@ -171,6 +171,15 @@ def send(
             ".zst, .gz or .xz.",
         ),
     ] = None,
+    storage_class: Annotated[
+        str | None,
+        typer.Option(
+            "--storage-class",
+            metavar="CLASS",
+            help="s3://: the new stream's storage class (STANDARD_IA, GLACIER, DEEP_ARCHIVE, ...; "
+            "its sidecar stays STANDARD).",
+        ),
+    ] = None,
     also: Annotated[
         list[str] | None,
         typer.Option(
@@ -198,7 +207,7 @@ def send(
         snapshot, full, intermediate, asked, hold, parity, _compress_option(compress), dry_run
     )
     bars = _bars(quiet or no_progress or as_json)
-    store = _store([directory, *(also or [])], False, endpoint_url)
+    store = _store([directory, *(also or [])], False, endpoint_url, storage_class)
     result = operations.send_next(dataset, store, options, max(0.0, wait), bars, _events())
     return _show(result, as_json, quiet)
 
@@ -450,20 +459,27 @@ def _compress_option(text: str | None) -> tuple[str, int | None] | None:
         raise UsageError(str(err)) from None
 
 
-def _store(directories: list[str], recursive: bool, endpoint_url: str | None) -> "Store":
+def _store(
+    directories: list[str],
+    recursive: bool,
+    endpoint_url: str | None,
+    storage_class: str | None = None,
+) -> "Store":
     """The places of the archive (directories, or one s3:// URL).  Raises ArchiveError
     naming one that cannot be read."""
     from zverify.cold import s3
     from zverify.cold.store import LocalStore
 
     urls = [d for d in directories if s3.is_url(d)]
+    if not urls and storage_class is not None:
+        raise UsageError("--storage-class is for s3:// archives")
     if not urls:
         return LocalStore(directories, recursive)
     if len(directories) > 1:
         raise UsageError("an s3:// archive is given alone: one URL, no directories beside it")
     if recursive:
         raise UsageError("--recursive is for directories: every key below an s3:// URL is read")
-    return s3.S3Store(urls[0], endpoint_url)
+    return s3.S3Store(urls[0], endpoint_url, storage_class=storage_class)
 
 
 def _split_places(arguments: list[str]) -> tuple[list[str], list[str]]:
