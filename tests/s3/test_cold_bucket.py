@@ -432,3 +432,16 @@ def test_a_discarded_writer_leaves_no_object_and_no_upload(s3env: S3Env) -> None
     assert w.discard() is None
     assert keys(s3env) == []
     assert not s3env.client.list_multipart_uploads(Bucket=s3env.bucket).get("Uploads")
+
+
+def test_a_server_that_cannot_thaw_says_so_in_one_line(s3env: S3Env) -> None:
+    """versitygw answers RestoreObject with NotImplemented (the thaw itself: test_standin.py)."""
+    from zverify.cold.s3 import S3Store
+    from zverify.errors import ColdError
+
+    upload(s3env, CHAIN_A)
+    store = S3Store(s3env.url)
+    store.entries()
+    assert store.frozen() == []  # versitygw keeps every object STANDARD
+    with pytest.raises(ColdError, match=r"thawing fs@s1\.zfs failed: NotImplemented"):
+        store.thaw("fs@s1.zfs", 1, "Standard")
