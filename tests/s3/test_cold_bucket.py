@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from tests.cli.console import needs_installed_command, zverify
 from tests.s3.fixtures import S3Env
@@ -415,7 +416,11 @@ def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
     head = s3env.client.head_object(
         Bucket=s3env.bucket, Key="archive/big.zfsfull", ChecksumMode="ENABLED"
     )
-    assert head["ChecksumSHA256"] == w.stored_checksum() and w.stored_checksum().endswith("-3")
+    said = w.sidecar_digests()
+    assert (
+        head["ChecksumSHA256"] == said["s3_checksum_sha256"] and head["ChecksumSHA256"][-2:] == "-3"
+    )
+    assert said["xxh3_128"] == xxhash.xxh3_128(data).hexdigest()
     got = s3env.client.get_object(Bucket=s3env.bucket, Key="archive/big.zfsfull")["Body"].read()
     assert got == data
     from zverify.errors import ColdError

@@ -41,6 +41,7 @@ from zverify.errors import ArchiveError, ColdError
 
 try:  # the s3 extra: only this module imports it, and only `cold` with an s3:// URL this
     import boto3
+    import xxhash
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError, FlexibleChecksumError
 except ImportError:
@@ -113,7 +114,9 @@ class Listed:
 def make_client(endpoint_url: str | None = None) -> Any:
     """A boto3 S3 client configured the AWS way (raises ArchiveError when boto3 is missing)."""
     if boto3 is None:
-        raise ArchiveError("s3:// archives need boto3: pip install 'zverify[s3]' (or boto3)")
+        raise ArchiveError(
+            "s3:// archives need the s3 extra: pip install 'zverify[s3]' (boto3, xxhash)"
+        )
     # enough connections for --depth metadata's concurrent requests (metadata.CONCURRENT)
     config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=16)
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
@@ -661,6 +664,7 @@ class S3Writer:
         r, self.fd = os.pipe()
         self._parts: list[dict[str, Any]] = []
         self._digest = hashlib.sha256()
+        self._xxh = xxhash.xxh3_128()
         self.size = 0
         self.error: str | None = None
         self._queue: queue.Queue[tuple[int, bytes] | None] = queue.Queue(maxsize=1)
@@ -679,6 +683,7 @@ class S3Writer:
                 if part is None:
                     return
                 self._digest.update(part)
+                self._xxh.update(part)
                 self.size += len(part)
                 self._queue.put((number, part))
                 number += 1
@@ -736,8 +741,10 @@ class S3Writer:
         self.sync()
         return self._digest.hexdigest()
 
-    def stored_checksum(self) -> str | None:
-        return self.composite()
+    def sidecar_digests(self) -> dict[str, str]:
+        """The composite SHA-256 the bucket reports of the object (--depth metadata holds it
+        to the sidecar) and the stream's XXH3-128: S3's XXHASH128 of it, `xxhsum -H2`."""
+        return {"s3_checksum_sha256": self.composite(), "xxh3_128": self._xxh.hexdigest()}
 
     def composite(self) -> str:
         """S3's composite SHA-256 of the parts: what the stored object must report."""

@@ -90,7 +90,7 @@ def send_to_archive(
         report = _prove(report, plan, w, partial, packed=compress is not None)
         digest = w.stored_sha256()
         w.commit()
-        checksum = w.stored_checksum()
+        digests = w.sidecar_digests()
     except Unsynced as err:
         sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
         raise ColdError(f"{sent}, but {err}") from None
@@ -100,7 +100,7 @@ def send_to_archive(
             raise ColdError(f"{err}; {left}") from None
         raise
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
-    missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, checksum)
+    missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, digests)
     if parity_percent and isinstance(store, LocalStore):
         unprotected = _write_parity(store.places[0], name, parity_percent)
         missing = "; ".join(m for m in (missing, unprotected) if m) or None
@@ -264,14 +264,13 @@ def _write_sidecar(
     argv: list[str],
     report: StreamReport,
     digest: str,
-    checksum: str | None = None,
+    digests: dict[str, str] | None = None,
 ) -> str | None:
     """NAME.json (zverify.cold.sidecar), by the same exclusive .partial and rename as the
     stream (never over an existing entry).  Returns what went wrong, in words, or None: a
     sidecar is never needed to restore, so its failure does not undo the archived stream."""
     doc = sidecar.document(dataset, plan, argv, report, digest, ops.version())
-    if checksum is not None:  # what the bucket reports of the object: --depth metadata
-        doc["s3_checksum_sha256"] = checksum
+    doc |= digests or {}  # a bucket's: its checksum (--depth metadata), the XXH3-128
     data = (json.dumps(doc, indent=2) + "\n").encode()
     w: StoreWriter | None = None
     try:
