@@ -399,7 +399,8 @@ def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
     s3env: S3Env,
 ) -> None:
     """What `cold send` writes through (the send itself runs on OpenZFS in tests/zfs)."""
-    from zverify.cold.s3 import FIRST_PART, S3Store, part_size
+    from zverify.cold.s3 import S3Store
+    from zverify.cold.s3io import FIRST_PART, part_size
 
     assert part_size(1) == FIRST_PART and part_size(1001) == 2 * FIRST_PART
     assert sum(part_size(n) for n in range(1, 10_001)) > 5 << 40  # S3's largest object
