@@ -198,10 +198,7 @@ class S3Store:
 
     def _get(self, key: str, listed: Listed, start: int = 0) -> Any:
         """GET of the very object listed (its ETag, its version), from byte start."""
-        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
-        args["IfMatch"] = listed.etag
-        if listed.version:
-            args["VersionId"] = listed.version
+        args = self._naming(key, listed) | {"IfMatch": listed.etag}
         if start:
             args["Range"] = f"bytes={start}-"
         try:
@@ -334,8 +331,7 @@ class S3Store:
         """Ask for a readable copy of an archived object for days (RestoreObject).  Raises
         ColdError when the server refuses (one that cannot thaw says NotImplemented)."""
         listed = self._listed[key]
-        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
-        args |= {"VersionId": listed.version} if listed.version else {}
+        args = self._naming(key, listed)
         request = {"Days": days, "GlacierJobParameters": {"Tier": tier}}
         try:
             self.client.restore_object(RestoreRequest=request, **args)
@@ -348,8 +344,7 @@ class S3Store:
         """What HEAD says of the version listed: its stored SHA-256 (composite for a
         multipart upload), storage class, version and lock.  Raises OSError."""
         listed = self._listed[key]
-        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
-        args |= {"VersionId": listed.version} if listed.version else {}
+        args = self._naming(key, listed)
         try:
             head = self.client.head_object(ChecksumMode="ENABLED", **args)
         except errors() as err:
@@ -400,8 +395,7 @@ class S3Store:
         COMPLIANCE lock stays COMPLIANCE).  Returns (status, retain-until before): status
         kept when it already reaches until, extended otherwise.  Raises ColdError."""
         listed = self._listed[key]
-        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
-        args |= {"VersionId": listed.version} if listed.version else {}
+        args = self._naming(key, listed)
         try:
             now = self.client.get_object_retention(**args).get("Retention") or {}
         except errors() as err:
@@ -429,26 +423,25 @@ class S3Store:
         until = self.retained_until(key)
         if until is not None:
             raise Locked(key, until)
-        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
-        if listed.version:
-            args["VersionId"] = listed.version
-        try:
-            self.client.delete_object(**args)
-        except errors() as err:
-            raise OSError(errno.EIO, why(err)) from None
+        self._delete_listed(key, listed)
 
     def delete_aside(self, key: str) -> None:
         """A sidecar's or parity's object, when there is one."""
         listed = self._listed.get(key)
-        if listed is None:
-            return
-        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
-        if listed.version:
-            args["VersionId"] = listed.version
+        if listed is not None:
+            self._delete_listed(key, listed)
+
+    def _delete_listed(self, key: str, listed: Listed) -> None:
+        """DeleteObject of the version listed (raises OSError)."""
         try:
-            self.client.delete_object(**args)
+            self.client.delete_object(**self._naming(key, listed))
         except errors() as err:
             raise OSError(errno.EIO, why(err)) from None
+
+    def _naming(self, key: str, listed: Listed | None) -> dict[str, Any]:
+        """The arguments that name the very object listed: bucket, key and its version."""
+        args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
+        return args | ({"VersionId": listed.version} if listed and listed.version else {})
 
     @contextlib.contextmanager
     def lock(self, how: str, wait: float = 0) -> Iterator[None]:
