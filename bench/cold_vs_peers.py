@@ -3,7 +3,7 @@ on the same dataset in the project's OpenZFS VM, in one run, as ratios.
 
 Run by hand from the repository root (never collected by the test suite):
 
-    python bench/cold_vs_peers.py [--size-mib 1024] [--repeat 2]
+    python bench/cold_vs_peers.py [--size-mib 1024] [--repeat 2] [--s3]
 
 Boots the VM (`python -m tests.zfsvm build` first), fills a dataset of pool `src` with
 --size-mib of incompressible data and snapshots it, then alternates the peer and zverify
@@ -12,6 +12,10 @@ Boots the VM (`python -m tests.zfsvm build` first), fills a dataset of pool `src
 inside the guest.  Under TCG (no KVM here) every number is far below real hardware; only the
 ratios mean something, and the target is >= 0.9x for both (validation rides along with the
 write).
+
+--s3 does the same into a bucket of versitygw run in the guest (tests/s3/guest.py): `cold send`
+to s3:// vs `zfs send | ` boto3's upload_fileobj from stdin (what `aws s3 cp - s3://...`
+runs), and `cold check` of the bucket vs boto3's download_fileobj to /dev/null.
 """
 
 from __future__ import annotations
@@ -23,15 +27,24 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from tests.s3 import guest  # noqa: E402
 from tests.zfsvm.vm import ZfsVM  # noqa: E402
 
+# the peers of a bucket send and check: boto3's transfer manager, as `aws s3 cp` runs it
+PEER_UPLOAD = (
+    "import boto3, sys; boto3.client('s3').upload_fileobj(sys.stdin.buffer, *sys.argv[1:])"
+)
+PEER_DOWNLOAD = (
+    "import boto3, sys; boto3.client('s3').download_fileobj(*sys.argv[1:], open('/dev/null', 'wb'))"
+)
 
-def timed(vm: ZfsVM, script: str) -> float:
+
+def timed(vm: ZfsVM, script: str, env: dict[str, str] | None = None) -> float:
     """Seconds the sh script took inside the guest; fails loudly if it failed."""
     wrapped = (
         f't0=$(date +%s%N); ( {script} ) >/dev/null; rc=$?; t1=$(date +%s%N); echo "$rc $((t1-t0))"'
     )
-    out = vm.run(["sh", "-c", wrapped], timeout=3600, check=True).stdout.split()
+    out = vm.run(["sh", "-c", wrapped], timeout=3600, check=True, env=env).stdout.split()
     if out[0] != "0":
         raise SystemExit(f"failed (exit {out[0]}): {script}")
     return int(out[1]) / 1e9
@@ -56,11 +69,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--s3", action="store_true", help="into a bucket (versitygw in the guest)")
     args = ap.parse_args()
     vm = ZfsVM.boot(scratch_gib=max(4, 3 * args.size_mib // 1024 + 2))
     try:
         pipe = setup(vm, args.size_mib)
         zverify = shlex.join([*vm.python, "-m", "zverify"])
+        if args.s3:
+            return bucket_run(vm, zverify, args.repeat)
         times: dict[str, list[float]] = {
             k: [] for k in ("peer send", "cold send", "cat", "cold check")
         }
@@ -86,6 +102,34 @@ def main() -> int:
         print(f"  cold check / `cat FILE > /dev/null`: {check_ratio:.2f}x")
     finally:
         vm.shutdown()
+    return 0
+
+
+def bucket_run(vm: ZfsVM, zverify: str, repeat: int) -> int:
+    env = guest.start(vm)
+    python = shlex.join(vm.python)
+    times: dict[str, list[float]] = {
+        k: [] for k in ("peer upload", "cold send", "peer get", "cold check")
+    }
+    for n in range(repeat):
+        name = f"bench{n}"
+        guest.make_bucket(vm, env, name)
+        up = f"{python} -c {shlex.quote(PEER_UPLOAD)} {name} p/full.zfs"
+        times["peer upload"].append(timed(vm, f"zfs send src/data@bench | {up}", env))
+        times["cold send"].append(timed(vm, f"{zverify} cold send -q src/data s3://{name}/z", env))
+        get = f"{python} -c {shlex.quote(PEER_DOWNLOAD)} {name} p/full.zfs"
+        times["peer get"].append(timed(vm, get, env))
+        times["cold check"].append(timed(vm, f"{zverify} cold check -q s3://{name}/z", env))
+        vm.run(["zfs", "destroy", "src/data#zverify-bench"])
+    stream = f"{guest.BACKEND}/bench0/z/src%2Fdata@bench.zfsfull"
+    size = int(vm.run(["stat", "-c", "%s", stream], check=True).stdout)
+    best = {k: min(v) for k, v in times.items()}
+    print(f"zverify cold on a bucket vs boto3: {size / 2**20:.0f} MiB stream, {vm.accel}, "
+          f"versitygw in the guest, best of {repeat}")  # fmt: skip
+    for name, t in best.items():
+        print(f"  {name:<11} {t:8.2f} s  {size / t / 1e6:8.1f} MB/s")
+    print(f"  cold send / `zfs send | aws s3 cp -`: {best['peer upload'] / best['cold send']:.2f}x")
+    print(f"  cold check / a download: {best['peer get'] / best['cold check']:.2f}x")
     return 0
 
 

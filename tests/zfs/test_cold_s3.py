@@ -10,38 +10,16 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import uuid
 
 import pytest
 
-from tests.s3.server import binary
+from tests.s3 import guest
+from tests.s3.guest import BACKEND
 from tests.zfs.cold_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data
 
 pytestmark = [pytest.mark.zfs, pytest.mark.s3]
 
-KEYS = {"AWS_ACCESS_KEY_ID": "zverifyvmaccess01", "AWS_SECRET_ACCESS_KEY": "zverifyvmsecret0000001"}
-PORT = 7070
-BACKEND = "/root/s3/data"
-
-# lo is down in the VM (no networking is configured): bring it up with the ioctls `ip link`
-# would use (SIOCGIFFLAGS / SIOCSIFFLAGS, IFF_UP)
-LOOPBACK_UP = """
-import fcntl, socket, struct
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
-fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 1))
-"""
-WAIT_PORT = """
-import socket, sys, time
-for _ in range(300):
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.1)
-sys.exit(1)
-"""
 # waits until an upload of the bucket has a part: a send is then mid-upload
 UPLOADING = """
 import boto3, sys, time
@@ -72,35 +50,13 @@ def sh(host, script: str, env: dict | None = None, expect: int | None = 0):
 
 @pytest.fixture(scope="module")
 def guest_s3(zfs_host):
-    """versitygw started in the VM (the binary through the exchange share); the env that
-    reaches it."""
-    exe, where = binary()
-    if exe is None:
-        pytest.fail(f"versitygw is not built ({where}): scripts/versitygw.sh builds it")
-    host = zfs_host
-    shutil.copy2(exe, f"{host.exchange_host}/versitygw")
-    host.run([*host.python, "-c", LOOPBACK_UP], check=True)
-    start = (
-        f"rm -rf /root/s3 && mkdir -p {BACKEND} /root/s3/versions /root/s3/iam && "
-        f"cp {host.exchange_guest}/versitygw /root/s3/\n"  # only the server in the background
-        f"setsid /root/s3/versitygw --port 127.0.0.1:{PORT} --iam-dir /root/s3/iam posix "
-        f"--versioning-dir /root/s3/versions {BACKEND} </dev/null >/root/s3/log 2>&1 &"
-    )
-    env = {
-        "ROOT_ACCESS_KEY": KEYS["AWS_ACCESS_KEY_ID"],
-        "ROOT_SECRET_KEY": KEYS["AWS_SECRET_ACCESS_KEY"],
-    }
-    sh(host, start, env=env)
-    up = host.run([*host.python, "-c", WAIT_PORT, str(PORT)], timeout=120)
-    if up.returncode != 0:
-        log = host.run(["tail", "-20", "/root/s3/log"]).stdout
-        pytest.fail(f"versitygw did not start in the VM:\n{log}")
-    yield {
-        **KEYS,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{PORT}",
-    }
-    host.run(["pkill", "-f", "/root/s3/versitygw"])
+    """versitygw started in the VM; the env that reaches it."""
+    try:
+        env = guest.start(zfs_host)
+    except guest.GuestServerError as err:
+        pytest.fail(str(err))
+    yield env
+    guest.stop(zfs_host)
 
 
 def zv(host, zverify, env, *args, expect=0):
@@ -112,8 +68,7 @@ def zv(host, zverify, env, *args, expect=0):
 
 def bucket(host, env) -> str:
     name = f"zv-{uuid.uuid4().hex[:12]}"
-    make = f"import boto3; boto3.client('s3').create_bucket(Bucket='{name}')"
-    host.run([*host.python, "-c", make], check=True, env=env)
+    guest.make_bucket(host, env, name)
     return name
 
 
