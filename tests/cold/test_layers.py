@@ -2,6 +2,8 @@
 function to hide one (aesthetics review 3, change 4)."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import zverify.cold
@@ -91,3 +93,27 @@ def test_exit_codes_only_through_the_one_rule() -> None:
                 numbers = [c for c in node.comparators if _is_int(c)]
                 literal += [f"{path.name}:{node.lineno} compares with a literal" for _ in numbers]
     assert literal == []
+
+
+def test_a_directory_archive_never_loads_the_s3_extra(tmp_path) -> None:
+    """boto3 costs ~0.3 s of start-up: only an s3:// URL may load it (cold/s3api.py)."""
+    (tmp_path / "cold").mkdir()
+    for args in (["check", "-q"], ["clean"], ["prune"]):
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "zverify",
+                "cold",
+                *args,
+                str(tmp_path / "cold"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert "zverify.cold.store" in r.stderr, r.stderr[-500:]  # the command did import
+        loaded = [line for line in r.stderr.splitlines() if "boto" in line or "xxhash" in line]
+        assert loaded == [], (args, loaded[:3])
