@@ -52,7 +52,7 @@ class Commands(LazyGroup):
             "zverify.cli.cold",
             "app",
             "Send-stream archives on cold storage: send, check, restore, prune, clean, parity, "
-            "repair.",
+            "repair, lock.",
         ),
     }
 
