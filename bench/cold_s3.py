@@ -48,7 +48,9 @@ def best(argv: list[str], env: dict[str, str], repeat: int) -> float:
 
 
 def rclone_env(env: dict[str, str]) -> dict[str, str]:
-    """rclone's remote `s3:` configured from the environment (no config file)."""
+    """rclone's remote `s3:` configured from the environment (no config file).  rclone's SDK
+    refuses AWS_CA_BUNDLE with its own transport, and plain http needs none."""
+    env = {k: v for k, v in env.items() if k != "AWS_CA_BUNDLE"}
     return env | {
         "RCLONE_CONFIG_S3_TYPE": "s3",
         "RCLONE_CONFIG_S3_PROVIDER": "Other",
