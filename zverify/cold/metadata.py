@@ -11,8 +11,8 @@ file's `stored` facts say which were.
 
 from concurrent.futures import ThreadPoolExecutor
 
-from zverify import boundedjson
-from zverify.cold import entries, lock, names, parity
+from zverify.cold import lock, names, parity
+from zverify.cold import sidecar as sidecar_file
 from zverify.cold.check import ArchiveReport, FileReport, Problem, upload_report
 from zverify.cold.entries import Identity
 from zverify.cold.names import DAMAGED, SIDECAR
@@ -73,17 +73,10 @@ def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
         why = "no sidecar: at --depth metadata nothing says what it holds (a full check reads it)"
         found.problems.append(Problem(name, "unproven", why))
         return found
-    try:
-        doc = boundedjson.loads(store.read_small(sidecar.key, Identity.of(sidecar.st), MAX_BYTES))
-    except (OSError, entries.Changed) as err:
-        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        found.problems.append(Problem(sidecar.key, "unreadable", f"cannot be read: {why}"))
-        return found
-    except ValueError as err:
-        found.problems.append(Problem(sidecar.key, "sidecar-mismatch", f"cannot be read: {err}"))
-        return found
-    if not isinstance(doc, dict):
-        found.problems.append(Problem(sidecar.key, "sidecar-mismatch", "not a JSON object"))
+    key, listed = sidecar.key, Identity.of(sidecar.st)
+    doc = sidecar_file.load(key, lambda: store.read_small(key, listed, MAX_BYTES))
+    if isinstance(doc, tuple):  # a sidecar unreadable, or not a sidecar
+        found.problems.append(Problem(sidecar.key, *doc))
         return found
     found.problems += _against(name, size, found.stored, doc)
     found.kind = str(doc.get("kind", "unknown"))

@@ -89,14 +89,10 @@ def facts(archived: ArchivedFile, size: int, kind: str) -> dict[str, object]:
     }
 
 
-def mismatch(
-    key: str, read: Callable[[], bytes], actual: dict[str, object]
-) -> tuple[str, str] | None:
-    """(kind, message): how the sidecar key (its bytes from read()) disagrees with its
-    stream's facts, or None.  A key it does not have is no disagreement: its sha256 is for
-    tools without zverify (the stream's own checksums cover every byte).  A sidecar that
-    cannot be read is "unreadable" (no verdict on it: exit 2), one read but not what it
-    should be "sidecar-mismatch"."""
+def load(key: str, read: Callable[[], bytes]) -> dict[str, object] | tuple[str, str]:
+    """The sidecar key as a JSON object (its bytes from read()), or (kind, message) of why
+    not: "unreadable" when it cannot be read (no verdict on it: exit 2), "sidecar-mismatch"
+    when it was read and is not what a sidecar is."""
     name = names.shown(os.path.basename(key))
     try:
         doc = boundedjson.loads(read())
@@ -107,6 +103,21 @@ def mismatch(
         return "sidecar-mismatch", f"{name} cannot be read: {err}"
     if not isinstance(doc, dict):
         return "sidecar-mismatch", f"{name} is not a JSON object"
+    return doc
+
+
+def mismatch(
+    key: str, read: Callable[[], bytes], actual: dict[str, object]
+) -> tuple[str, str] | None:
+    """(kind, message): how the sidecar key (its bytes from read()) disagrees with its
+    stream's facts, or None.  A key it does not have is no disagreement: its sha256 is for
+    tools without zverify (the stream's own checksums cover every byte).  A sidecar that
+    cannot be read is "unreadable" (no verdict on it: exit 2), one read but not what it
+    should be "sidecar-mismatch" (load())."""
+    doc = load(key, read)
+    if isinstance(doc, tuple):
+        return doc
+    name = names.shown(os.path.basename(key))
     wrong = [
         f"{key} {doc[key]!r} (the stream: {value!r})"
         for key, value in actual.items()
