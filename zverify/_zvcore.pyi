@@ -1,6 +1,7 @@
 """Type stubs for the C core (native/py/zvcore_module.c)."""
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 KIND_FILE: int
 KIND_DIR: int
@@ -135,6 +136,13 @@ SP_NOMEM: int
 SP_RELAY: int
 SP_ZEROS: int
 DRR_SIZE: int
+WALK_SEARCH: int
+WALK_BEGIN: int
+WALK_AT: int
+WALK_WINDOW: int
+WALK_NO_ANCHOR: int
+WALK_MISMATCH: int
+WALK_LOST: int
 
 class StreamEvent(tuple[object, ...]):
     @property
@@ -208,3 +216,13 @@ def fletcher4(
     state: tuple[int, int, int, int] = ...,
     big_endian: bool = ...,
 ) -> tuple[int, int, int, int]: ...
+def stream_walk(
+    data: bytes | bytearray | memoryview,
+    start: int,
+    *,
+    base: int = ...,
+    state: tuple[int, int, int, int] = ...,
+    big_endian: bool = ...,
+    toguid: int = ...,
+    trailers: bool = ...,
+) -> dict[str, Any]: ...

@@ -185,4 +185,62 @@ uint64_t zv_stream_relayed(const zv_stream *s);
  */
 void zv_fletcher4(uint64_t st[4], const void *buf, size_t len, int big_endian);
 
+/*
+ * Sampling: prove a run of records in a window of a stream read by range,
+ * with nothing known of the bytes before it.  Every record but a BEGIN
+ * carries in its trailer the fletcher-4 state of its substream up to that
+ * trailer; that state is all a walk needs to go on, and each following
+ * trailer proves the bytes in between.  A boundary is found by trying every
+ * offset: one counts only when the record after it matches the state its
+ * trailer gave (256 bits: chance is no match), so a walk never starts on
+ * bytes that merely look like a header.  It may start on the records of a
+ * stream kept inside a file's data, though; those carry that stream's
+ * drr_toguid, so a walk stops where the GUID changes outside a BEGIN
+ * instead of going on as if one stream held both.
+ */
+enum zv_walk_start {
+    ZV_WALK_SEARCH = 0, /* find the first record boundary in the window (either byte order) */
+    ZV_WALK_BEGIN = 1,  /* the window starts with the stream's first BEGIN */
+    ZV_WALK_AT = 2,     /* the window starts at a record boundary; st = state of the bytes before */
+};
+
+enum zv_walk_stop {
+    ZV_WALK_WINDOW = 0,    /* the record at `next` runs past the window: go on from there with st */
+    ZV_WALK_NO_ANCHOR = 1, /* SEARCH: no boundary could be proven in the window */
+    ZV_WALK_MISMATCH = 2,  /* the checksum of the record at bad_at differs; next/st go on as if
+                              its stored trailer were right (a walk from there that proves a
+                              record shows the framing held: the bytes before were damaged) */
+    ZV_WALK_LOST = 3,      /* the record at `next` has no valid type or length, or belongs to
+                              another stream (its drr_toguid): framing lost */
+};
+
+typedef struct zv_swalk {
+    /* in (st also out) */
+    int start;             /* enum zv_walk_start */
+    int big_endian;        /* AT: the stream's byte order; out: the one found */
+    uint64_t base;         /* offset of the window's first byte in the stream */
+    uint64_t st[4];        /* AT: state at the window's start; out: state at `next` */
+    uint64_t toguid;       /* AT: the substream's drr_toguid (0: between substreams, where only
+                              a BEGIN may come); out: at `next` */
+    int trailers;          /* AT: a trailer matched before (the stream has per-record checksums,
+                              so a zero one is no record of it); out: the same at `next` */
+    /* out: offsets in the stream (base added) */
+    int stop;              /* enum zv_walk_stop */
+    uint64_t anchor;       /* the first record walked (SEARCH: the boundary found) */
+    uint64_t proven_from;  /* first byte a matching checksum covers */
+    uint64_t proven_to;    /* one past the last (== proven_from: nothing proven) */
+    uint64_t records;      /* records whose checksum matched */
+    uint64_t unchecked;    /* records with a zero trailer (streams older than per-record checksums) */
+    uint64_t next;         /* the first record not walked */
+    uint64_t bad_at;       /* MISMATCH: the record whose checksum differs */
+    uint64_t bad_from;     /* MISMATCH: the first byte that checksum covers */
+} zv_swalk;
+
+/*
+ * Walk the records of buf[0..len) as w->start says, until one runs past the
+ * window, a checksum differs, or the framing is lost.  Pure: reads only buf.
+ * @return ZV_OK, or ZV_EINVAL (bad start, AT/BEGIN window too short).
+ */
+int zv_stream_walk(const unsigned char *buf, size_t len, zv_swalk *w);
+
 #endif

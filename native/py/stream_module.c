@@ -300,10 +300,54 @@ static PyObject *py_fletcher4(PyObject *Py_UNUSED(mod), PyObject *args, PyObject
     return u64_tuple(st, 4);
 }
 
+static PyObject *py_stream_walk(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"data", "start", "base", "state", "big_endian", "toguid",
+                             "trailers", NULL};
+    Py_buffer buf;
+    zv_swalk w;
+    unsigned long long base = 0, toguid = 0, in[4] = {0, 0, 0, 0};
+    int start = 0, big = 0, trailers = 0, rc;
+    memset(&w, 0, sizeof w);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*i|$K(KKKK)pKp", kwlist, &buf, &start, &base,
+                                     &in[0], &in[1], &in[2], &in[3], &big, &toguid, &trailers))
+        return NULL;
+    w.start = start;
+    w.base = base;
+    w.big_endian = big;
+    w.toguid = toguid;
+    w.trailers = trailers;
+    for (int i = 0; i < 4; i++)
+        w.st[i] = in[i];
+    Py_BEGIN_ALLOW_THREADS
+    rc = zv_stream_walk(buf.buf, (size_t)buf.len, &w);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (rc != ZV_OK) {
+        PyErr_SetString(PyExc_ValueError, "stream_walk: no BEGIN at the window's start, or bad start");
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:O,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:N}", "stop", w.stop,
+                         "big_endian", w.big_endian ? Py_True : Py_False, "anchor",
+                         (unsigned long long)w.anchor, "proven_from",
+                         (unsigned long long)w.proven_from, "proven_to",
+                         (unsigned long long)w.proven_to, "records", (unsigned long long)w.records,
+                         "unchecked", (unsigned long long)w.unchecked, "next",
+                         (unsigned long long)w.next, "bad_at", (unsigned long long)w.bad_at,
+                         "bad_from", (unsigned long long)w.bad_from, "toguid",
+                         (unsigned long long)w.toguid, "trailers",
+                         w.trailers ? Py_True : Py_False, "state", u64_tuple(w.st, 4));
+}
+
 static PyMethodDef stream_functions[] = {
     {"fletcher4", (PyCFunction)(void (*)(void))py_fletcher4, METH_VARARGS | METH_KEYWORDS,
      "fletcher4(data, *, state=(0,0,0,0), big_endian=False) -> (a, b, c, d)\n"
      "OpenZFS incremental fletcher-4; 1-3 trailing bytes are ignored."},
+    {"stream_walk", (PyCFunction)(void (*)(void))py_stream_walk, METH_VARARGS | METH_KEYWORDS,
+     "stream_walk(data, start, *, base=0, state=(0,0,0,0), big_endian=False, toguid=0,"
+     " trailers=False)"
+     " -> dict\n"
+     "Prove the records of a window read by range (zvstream.h, zv_stream_walk)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -330,6 +374,13 @@ static int add_stream_constants(PyObject *m)
         {"SP_RELAY", ZV_SP_RELAY},
         {"SP_ZEROS", ZV_SP_ZEROS},
         {"DRR_SIZE", ZV_DRR_SIZE},
+        {"WALK_SEARCH", ZV_WALK_SEARCH},
+        {"WALK_BEGIN", ZV_WALK_BEGIN},
+        {"WALK_AT", ZV_WALK_AT},
+        {"WALK_WINDOW", ZV_WALK_WINDOW},
+        {"WALK_NO_ANCHOR", ZV_WALK_NO_ANCHOR},
+        {"WALK_MISMATCH", ZV_WALK_MISMATCH},
+        {"WALK_LOST", ZV_WALK_LOST},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
         if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)
