@@ -118,25 +118,37 @@ def check(
         str,
         typer.Option(
             "--depth",
-            metavar="full|metadata",
+            metavar="full|sample|metadata",
             help="full: every byte read and validated (the only depth that proves content and "
             "chains).  metadata (s3:// only): listing, HEAD and sidecars compared, no stream "
-            "byte read.",
+            "byte read.  sample (s3:// only): metadata, then random runs of records (--sample "
+            "PCT of each stream's bytes) read by range and proven by the stream's checksums.",
         ),
     ] = "full",
+    sample: Annotated[
+        float,
+        typer.Option(
+            "--sample",
+            metavar="PCT",
+            help="--depth sample: the share of each stream's bytes to read, in percent "
+            "(0 < PCT <= 100).",
+        ),
+    ] = 1.0,
 ) -> int:
     """Read every stream completely, rebuild the chains by GUID across every DIR: exit 0
     every file intact and every incremental reachable from a full, 1 anything else found, 2
     could not read."""
     from zverify.cold import operations
 
-    if depth not in ("full", "metadata"):
-        raise UsageError(f"--depth {depth!r}: full or metadata")
+    if depth not in ("full", "sample", "metadata"):
+        raise UsageError(f"--depth {depth!r}: full, sample or metadata")
+    if not 0 < sample <= 100:
+        raise UsageError(f"--sample {sample:g}: a percentage above 0, at most 100")
     store = _store(directories, recursive, endpoint_url)
-    if depth == "metadata" and store.uses_local_files:
-        raise UsageError("--depth metadata is for s3:// archives: a file's bytes are its proof")
+    if depth != "full" and store.uses_local_files:
+        raise UsageError(f"--depth {depth} is for s3:// archives: a file's bytes are its proof")
     bars = _bars(quiet or no_progress or as_json)
-    report = operations.check_places(store, dataset, max(0.0, wait), bars, depth)
+    report = operations.check_places(store, dataset, max(0.0, wait), bars, depth, sample)
     return _show(report, as_json, quiet)
 
 

@@ -28,6 +28,7 @@ from zverify.cold import (
     prune,
     repair,
     restore,
+    sample,
     send,
     sidecar,
 )  # fmt: skip
@@ -192,11 +193,21 @@ def read_archive(
 
 
 def check_places(
-    store: Store, dataset: str | None, wait: float, bars: Bars = no_bars, depth: str = "full"
+    store: Store,
+    dataset: str | None,
+    wait: float,
+    bars: Bars = no_bars,
+    depth: str = "full",
+    percent: float = 1.0,
 ) -> ArchiveReport:
+    """Check at depth: full (every byte), sample (percent% of each stream's bytes by range,
+    and the metadata) or metadata."""
     if depth == metadata.DEPTH:
         with store.lock("read", wait):
             return metadata.check_metadata(store, dataset)
+    if depth == sample.DEPTH:
+        with store.lock("read", wait):
+            return sample.check_sample(store, dataset, percent)
     with store.lock("read", wait), bars("checking", None) as hook:
         report = read_archive(store, dataset, _per_file(hook))
     if not report.plans and not report.all_problems:

@@ -31,7 +31,16 @@ from typing import Any
 
 from zverify.cold import names
 from zverify.cold.entries import Changed, Identity
-from zverify.cold.s3api import Listed, Location, code, errors, make_client, status, why
+from zverify.cold.s3api import (
+    Listed,
+    Location,
+    checksum_error,
+    code,
+    errors,
+    make_client,
+    status,
+    why,
+)
 from zverify.cold.s3io import Feed, Upload
 from zverify.cold.store import Entry, Frozen
 from zverify.errors import ArchiveError, ColdError
@@ -196,11 +205,12 @@ class S3Store:
             raise Changed(f"{names.shown(key)} was replaced since it was checked: not read")
         return listed
 
-    def _get(self, key: str, listed: Listed, start: int = 0) -> Any:
-        """GET of the very object listed (its ETag, its version), from byte start."""
+    def _get(self, key: str, listed: Listed, start: int = 0, end: int | None = None) -> Any:
+        """GET of the very object listed (its ETag, its version), from byte start (to end,
+        not included)."""
         args = self._naming(key, listed) | {"IfMatch": listed.etag}
-        if start:
-            args["Range"] = f"bytes={start}-"
+        if start or end is not None:
+            args["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
         try:
             return self.client.get_object(**args)["Body"]
         except errors() as err:
@@ -248,6 +258,26 @@ class S3Store:
             return bytes(body.read())
         except errors() as err:
             raise OSError(errno.EIO, why(err)) from None
+
+    def read_range(self, key: str, expect: Identity | None, offset: int, length: int) -> bytes:
+        """length bytes from offset (fewer at the object's end) by a ranged GET of the very
+        object listed.  Raises OSError (a short answer too), Changed, DamagedAtRest (a range
+        that is the whole object is held to the checksum stored with it, and failed)."""
+        listed = self._pinned(key, expect)
+        end = min(listed.size, offset + length)
+        if offset >= end:
+            return b""
+        body = self._get(key, listed, offset, end)
+        try:
+            data = bytes(body.read())
+        except checksum_error() as err:  # a range of the whole object: checked like a GET
+            said = f"the bytes served do not match the checksum stored: {err}"
+            raise DamagedAtRest(said) from None
+        except errors() as err:
+            raise OSError(errno.EIO, why(err)) from None
+        if len(data) != end - offset:
+            raise OSError(errno.EIO, f"{len(data):,} bytes served of {end - offset:,} asked")
+        return data
 
     # -- changing -------------------------------------------------------------------------
 

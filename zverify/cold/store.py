@@ -85,6 +85,7 @@ class Store(Protocol):
     def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
     def finish_read(self, key: str, fd: int) -> Identity: ...
     def read_small(self, key: str, expect: Identity | None, limit: int) -> bytes: ...
+    def read_range(self, key: str, expect: Identity | None, offset: int, length: int) -> bytes: ...
     def writer(self, key: str) -> "StoreWriter": ...
     def delete(self, key: str, expect: Identity) -> None: ...
     def delete_aside(self, key: str) -> None: ...
@@ -250,6 +251,18 @@ class LocalStore:
         fd = entries.open_regular(self.local_path(key), expect)
         try:
             return os.read(fd, limit)
+        finally:
+            os.close(fd)
+
+    def read_range(self, key: str, expect: Identity | None, offset: int, length: int) -> bytes:
+        """length bytes from offset (fewer at the file's end).  Raises OSError, Changed."""
+        fd = entries.open_regular(self.local_path(key), expect)
+        try:
+            chunks = []
+            while length > 0 and (chunk := os.pread(fd, length, offset)):
+                chunks.append(chunk)
+                offset, length = offset + len(chunk), length - len(chunk)
+            return b"".join(chunks)
         finally:
             os.close(fd)
 

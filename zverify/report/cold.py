@@ -51,6 +51,9 @@ def check_text(report: ArchiveReport) -> str:
     lines = [f"archive {report.directory}: {len(report.files)} files"]
     if report.depth == "metadata":
         lines[0] += " (depth metadata: listing, HEAD and sidecars; no stream byte read)"
+    if report.depth == "sample":
+        lines[0] += f" (depth sample: {_sampled_text(report)}, and the metadata)"
+    if report.depth != "full":
         lines += [f"  {shown(f.name)}: {_stored_text(f)}" for f in report.files if f.stored]
     for dataset, plan in report.plans.items():
         lines.append(f"{dataset}:")
@@ -108,10 +111,41 @@ def _stored_text(f: FileReport) -> str:
     compared = stored.get("compared")
     if isinstance(compared, list):
         facts.append(f"as its sidecar says: {', '.join(map(str, compared))}")
+    sample = stored.get("sample")
+    if isinstance(sample, dict):
+        proven = int(sample.get("proven_bytes", 0))
+        facts.append(
+            f"not sampled ({sample['skipped']})"
+            if "skipped" in sample
+            else f"{proven:,} bytes proven in {sample['runs']} run(s)"
+        )
     return ", ".join(x for x in facts if x)
 
 
+def _sampled(report: ArchiveReport) -> tuple[int, int, int]:
+    """(bytes proven, bytes of the streams sampled, runs) of a --depth sample check."""
+    docs = [(f, (f.stored or {}).get("sample")) for f in report.files]
+    taken = [(f, d) for f, d in docs if isinstance(d, dict) and "runs" in d]
+    return (
+        sum(int(d["proven_bytes"]) for _f, d in taken),
+        sum(f.size for f, _d in taken),
+        sum(int(d["runs"]) for _f, d in taken),
+    )
+
+
+def _sampled_text(report: ArchiveReport) -> str:
+    proven, total, runs = _sampled(report)
+    share = f" ({100 * proven / total:.1f}%)" if total else ""
+    return f"{proven:,} of {total:,} stream bytes{share} proven by their checksums in {runs} run(s)"
+
+
 def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
+    if report.depth == "sample" and report.exit_code == exitcodes.IDENTICAL:
+        return (
+            f"SAMPLE AGREES: {_sampled_text(report)}, no damage found, every object as its "
+            "sidecar describes it; the rest not read, chains not proven (a check without "
+            "--depth reads everything)"
+        )
     if report.depth == "metadata" and report.exit_code == exitcodes.IDENTICAL:
         return (
             f"METADATA AGREES: {len(report.files)} object(s) as their sidecars describe them; "
@@ -240,6 +274,8 @@ def _problem_doc(p: Problem) -> dict[str, Any]:
     doc: dict[str, Any] = {**_file_key(p.file), "kind": p.kind, "message": _message(p.message)}
     if p.offset is not None:
         doc["offset"] = p.offset
+    if p.damage_from is not None:
+        doc["damage_from"] = p.damage_from
     return doc
 
 
