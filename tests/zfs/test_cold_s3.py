@@ -134,6 +134,14 @@ def test_the_seed_archive_in_a_bucket_checks_restores_sends_and_prunes(
     assert f"archive/{new}.json" in keys(host, env, name)
     source["3"] = guid(host, f"{ds.name}@3")
     assert restorable(zv(host, zverify, env, "cold", "check", "--json", url), ds.name) == source
+    # every byte of the real stream proven by range from its own checksums; the files put
+    # by hand have no sidecar, so the sample cannot say what they hold (exit 2)
+    sampled = zv(host, zverify, env, "cold", "check", "--json", "--depth", "sample",
+                 "--sample", "100", url, expect=2)  # fmt: skip
+    by_name = {f["file"]: f for f in sampled["files"]}
+    assert by_name[new]["stored"]["sample"]["ranges"] == [[0, by_name[new]["bytes"]]]
+    assert not by_name[new]["problems"]
+    assert {p["kind"] for f in sampled["files"] for p in f["problems"]} == {"unproven"}
     # a new full (linked to the old chain), then prune: only the proven-redundant old chain goes
     snap_with_data(host, ds, "4")
     zv(host, zverify, env, "cold", "send", "--full", ds.name, url)
@@ -165,6 +173,12 @@ def test_a_byte_flipped_in_the_bucket_is_refused_before_anything_is_received(
     report = zv(host, zverify, env, "cold", "check", "--json", url, expect=1)
     damaged = {p["file"] for f in report["files"] for p in f["problems"] if p["kind"] == "damaged"}
     assert damaged == {"setname@0-@1.zfsinc"}
+    # read by range, the byte is placed (no sidecars: the verdict stays unproven, exit 2)
+    sampled = zv(host, zverify, env, "cold", "check", "--json", "--depth", "sample",
+                 "--sample", "100", url, expect=2)  # fmt: skip
+    (found,) = [p for f in sampled["files"] for p in f["problems"] if p["kind"] == "damaged"]
+    assert found["file"] == "setname@0-@1.zfsinc"
+    assert "damage_from" not in found or found["damage_from"] <= 300_000 < found["offset"] + 312
     # @2 needs the damaged file: refused before the first file is received
     zv(host, zverify, env, "cold", "restore", "--snapshot", "2", url, "tank/restored", expect=1)
     assert host.run(["zfs", "list", "tank/restored"]).returncode != 0  # nothing received
