@@ -150,8 +150,8 @@ def check_archive(
         level,
         store,
         store.places,
+        sidecars=sorted(aside.sidecars),
     )
-    report.sidecars = sorted(aside.sidecars)
     return report
 
 
@@ -164,6 +164,22 @@ def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
         "empty",
         f"{what} in the archive: nothing to restore (a disk not mounted? a name misspelled?)",
     )
+
+
+BESIDE = (SIDECAR, parity.SUFFIX, DAMAGED)  # beside the streams, never read as one
+
+
+def is_lock_file(entry: Entry) -> bool:
+    """zverify's lock files are empty: a name alone hides nothing."""
+    st = entry.st
+    return (
+        entry.name in lock.FILES and st is not None and stat.S_ISREG(st.st_mode) and not st.st_size
+    )
+
+
+def beside_streams(entry: Entry) -> bool:
+    """Sidecars, parity, the originals repairs kept and lock files: no stream of their own."""
+    return entry.key.endswith(BESIDE) or is_lock_file(entry)
 
 
 @dataclass
@@ -201,8 +217,8 @@ def _look(
             why = f"a directory that cannot be listed ({err.strerror}): not read"
         problem = Problem(name, "unreadable", why)
         return FileReport(name, "unknown", readable=False, problems=[problem])
-    if entry.name in lock.FILES and stat.S_ISREG(st.st_mode) and st.st_size == 0:
-        return None  # zverify's lock files are empty: a name alone hides nothing
+    if is_lock_file(entry):
+        return None
     if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
         return _check_partial(store, name, st)
     if not stat.S_ISREG(st.st_mode):
@@ -210,7 +226,7 @@ def _look(
         problem = Problem(name, "not-a-stream", f"{what}: not read, not followed")
         return FileReport(name, "unknown", problems=[problem])
     doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, entry.owner)]
-    if name.endswith((SIDECAR, parity.SUFFIX, DAMAGED)):
+    if name.endswith(BESIDE):
         _set_aside(aside, name, st)
         aside.loose += doubts
         return None

@@ -11,11 +11,17 @@ file's `stored` facts say which were.
 
 from concurrent.futures import ThreadPoolExecutor
 
-from zverify.cold import lock, names, parity
+from zverify.cold import names
 from zverify.cold import sidecar as sidecar_file
-from zverify.cold.check import ArchiveReport, FileReport, Problem, upload_report
+from zverify.cold.check import (
+    ArchiveReport,
+    FileReport,
+    Problem,
+    beside_streams,
+    upload_report,
+)
 from zverify.cold.entries import Identity
-from zverify.cold.names import DAMAGED, SIDECAR
+from zverify.cold.names import SIDECAR
 from zverify.cold.sidecar import MAX_BYTES
 from zverify.cold.store import Entry, Store
 
@@ -37,7 +43,8 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
 
     # two requests an object (HEAD, the sidecar's GET), each a round trip: a few at a time
     with ThreadPoolExecutor(CONCURRENT) as pool:
-        files = list(pool.map(one, [e for e in listed if e.upload is not None or not _aside(e)]))
+        wanted = [e for e in listed if e.upload is not None or not beside_streams(e)]
+        files = list(pool.map(one, wanted))
     streams = {f.name for f in files}
     stray = [
         Problem(
@@ -52,11 +59,6 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     report = ArchiveReport(store.shown, files, {}, {}, stray, [], None, store, store.places)
     report.depth = DEPTH
     return report
-
-
-def _aside(entry: Entry) -> bool:
-    """Sidecars, parity, kept originals and lock files: no stream of their own."""
-    return entry.key.endswith((SIDECAR, parity.SUFFIX, DAMAGED)) or entry.name in lock.FILES
 
 
 def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
