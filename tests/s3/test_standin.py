@@ -192,6 +192,7 @@ def sidecar_of(stream: str) -> bytes:
         "from_guid": str(e["from_guid"] or 0),
         "to_guid": str(e["to_guid"]),
         "to_snapshot": e["to"].partition("@")[2],
+        "snapshots": [c["name"].partition("@")[2] for c in e["contains"]],
         "bytes": e["size"],
     }
     return json.dumps(doc).encode()
@@ -285,3 +286,27 @@ def test_archived_sidecars_are_thawed_first_alone(chains, tmp_path: Path) -> Non
     states = thawed(client, name)
     asked = {k.removeprefix("archive/") for k, v in states.items() if v}
     assert asked == {key, *CHAIN}, states
+
+
+def test_a_snapshot_only_a_package_carries_is_thawed_with_the_package(
+    chains, tmp_path: Path
+) -> None:
+    """@s2 is inside the -I package s1->s3 once s1->s2 is gone; its sidecar names it, with no
+    GUID: the route is the package's base, then the package."""
+    from tests.cold.standin import ZfsStandIn
+
+    client, name = chains
+    for key in ("zv%2Ffs@s1-@s2.zfsinc", "zv%2Ffs@s1-@s2.zfsinc.json"):
+        client.delete_object(Bucket=name, Key=f"archive/{key}")
+    url = f"s3://{name}/archive"
+    args = ("cold", "restore", "--thaw", "--snapshot", "s2", "--dataset", "zv/fs", url, "tank/r")
+    dry = zverify(*args[:3], "-n", *args[3:])
+    assert dry.returncode == 2, dry.stderr
+    listed = [x for x in dry.stderr.splitlines() if x.startswith("zverify: would be thawed ")]
+    assert [x.split()[4] for x in listed] == ["zv%2Ffs@s1.zfsfull", "zv%2Ffs@s1-@s3.zfsincstream"]
+    assert all("in the chain of @s2" in x for x in listed), listed
+    zfs = ZfsStandIn(tmp_path / "zfs")
+    r = zverify(*args, "--no-progress", env=zfs.env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    guid = INDEX["incr_fs_s1_s2.zstream"]["to_guid"]
+    assert f"restored tank/r@s2 (guid {guid})" in r.stdout

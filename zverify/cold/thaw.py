@@ -36,7 +36,7 @@ from zverify.cold.entries import Identity
 from zverify.cold.names import DAMAGED, SIDECAR
 from zverify.cold.store import Entry, Frozen, Store
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
-from zverify.sendstream.chain import ArchivedFile, Restorable, Step, plan
+from zverify.sendstream.chain import ArchivedFile, DatasetPlan, Restorable, Step, plan
 
 NO_SIDECAR = "no sidecar says what it holds without reading it: thawed in case the chain needs it"
 
@@ -110,42 +110,74 @@ def plan_thaw(store: Store, dataset: str | None, snapshot: str | None) -> ThawPl
     return ThawPlan(wanted | unread, archived, chosen, unknown)
 
 
+@dataclass(frozen=True)
+class _Described:
+    """A stream as its sidecar says it is: one step from its first snapshot's base to its
+    last snapshot, and the names of the snapshots it carries (a -I package's in between)."""
+
+    file: ArchivedFile
+    carries: tuple[str, ...] = ()
+
+
 def _chain(
-    store: Store, known: list[ArchivedFile], snapshot: str | None, more: bool
+    store: Store, known: list[_Described], snapshot: str | None, more: bool
 ) -> Restorable | None:
     """The restore planner's choice over the sidecars' files (a stand-in target: nothing is
     received); None when they place no route there but streams without a sidecar might.
     Raises ColdError: what the sidecars plan is not verified by a byte."""
     try:
-        report = ArchiveReport(store.shown, [], plan(known), {}, [], store=store)
+        plans = plan([d.file for d in known])
+    except ZverifyError as err:  # forged sidecars can make any history
+        raise ColdError(f"by the sidecars: {err}; nothing was thawed") from None
+    report = ArchiveReport(store.shown, [], plans, {}, [], store=store)
+    try:
         return restore.plan_restore(report, "-", snapshot).snapshot
     except UnrestorableError as err:
-        if more:
-            return None
+        inside = _inside(known, plans, snapshot) if snapshot is not None else None
+        if inside is not None or more:
+            return inside
         what = str(err).replace(" (see `zverify cold check`)", "")
         raise ColdError(f"by the sidecars: {what}; nothing was thawed") from None
-    except ZverifyError as err:  # several datasets, several newest; forged histories
+    except ColdError as err:  # several datasets, or several newest
         raise ColdError(f"by the sidecars: {err}; nothing was thawed") from None
+
+
+def _inside(
+    known: list[_Described], plans: dict[str, DatasetPlan], snapshot: str
+) -> Restorable | None:
+    """A snapshot that only -I packages carry between their ends (the sidecar has no GUID of
+    it): the cheapest route to a package's base, then the package."""
+    routes = []
+    for d in known:
+        if snapshot not in d.carries[:-1]:
+            continue
+        step, f = d.file.steps[0], d.file
+        bases = [r for r in plans[step.dataset].restorable if r.guid == step.from_guid]
+        if step.from_guid == 0:
+            routes.append(Restorable(step.dataset, snapshot, 0, 0, (f.name,), f.size))
+        for r in bases:
+            files = (*r.files, f.name)
+            routes.append(Restorable(step.dataset, snapshot, 0, 0, files, r.bytes + f.size))
+    return min(routes, key=lambda r: r.bytes, default=None)
 
 
 def _described(
     store: Store, listed: list[Entry], dataset: str | None
-) -> tuple[list[ArchivedFile], list[str]]:
-    """Each stream as its sidecar describes it (one step, from its first snapshot's base to
-    its last snapshot), and the streams no sidecar describes."""
+) -> tuple[list[_Described], list[str]]:
+    """Each stream as its sidecar describes it, and the streams no sidecar describes."""
     sidecars = {e.key: e for e in listed if e.key.endswith(SIDECAR) and e.st is not None}
     streams = [e for e in listed if _stream(e)]
 
-    def one(entry: Entry) -> ArchivedFile | None:
+    def one(entry: Entry) -> _Described | None:
         aside = sidecars.get(entry.key + SIDECAR)
         return None if aside is None else _file(store, entry, aside)
 
     with ThreadPoolExecutor(metadata.CONCURRENT) as pool:
         found = list(pool.map(one, streams))
-    known = [f for f in found if f is not None]
+    known = [d for d in found if d is not None]
     if dataset is not None:
-        known = [f for f in known if f.steps[0].dataset == dataset]
-    unknown = [e.key for e, f in zip(streams, found, strict=True) if f is None]
+        known = [d for d in known if d.file.steps[0].dataset == dataset]
+    unknown = [e.key for e, d in zip(streams, found, strict=True) if d is None]
     return known, unknown
 
 
@@ -155,7 +187,7 @@ def _stream(entry: Entry) -> bool:
     return not aside and entry.upload is None and entry.st is not None
 
 
-def _file(store: Store, entry: Entry, aside: Entry) -> ArchivedFile | None:
+def _file(store: Store, entry: Entry, aside: Entry) -> _Described | None:
     """The stream as its sidecar says it is, or None when the sidecar cannot say."""
     assert entry.st is not None and aside.st is not None
     listed = Identity.of(aside.st)
@@ -163,7 +195,12 @@ def _file(store: Store, entry: Entry, aside: Entry) -> ArchivedFile | None:
     if isinstance(doc, tuple) or doc.get("file_bytes", doc.get("bytes")) != entry.st.st_size:
         return None  # unreadable, not a sidecar, or not of this object
     step = _step(doc)
-    return None if step is None else ArchivedFile(entry.key, entry.st.st_size, (step,))
+    if step is None:
+        return None
+    carried = doc.get("snapshots")
+    if not (isinstance(carried, list) and all(isinstance(n, str) for n in carried)):
+        carried = []
+    return _Described(ArchivedFile(entry.key, entry.st.st_size, (step,)), tuple(carried))
 
 
 def _step(doc: dict[str, Any]) -> Step | None:
