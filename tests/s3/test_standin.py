@@ -310,3 +310,25 @@ def test_a_snapshot_only_a_package_carries_is_thawed_with_the_package(
     assert r.returncode == 0, r.stdout + r.stderr
     guid = INDEX["incr_fs_s1_s2.zstream"]["to_guid"]
     assert f"restored tank/r@s2 (guid {guid})" in r.stdout
+
+
+def test_a_sidecar_that_lies_refuses_the_restore_as_not_verified(chains, tmp_path: Path) -> None:
+    """The sidecars only choose what to thaw: streams that do not restore what they promised,
+    while objects were left unread, are exit 2 (not 1: what was not read might have)."""
+    from tests.cold.standin import ZfsStandIn
+
+    client, name = chains
+    for package in ("zv%2Ffs@s1-@s3.zfsincstream", "zv%2Ffs@s1-@s3.zfsincstream.json"):
+        client.delete_object(Bucket=name, Key=f"archive/{package}")  # @s9 alone is the newest
+    key = "archive/zv%2Ffs@s2-@s3.zfsinc.json"
+    doc = json.loads(sidecar_of(CHAIN["zv%2Ffs@s2-@s3.zfsinc"]))
+    doc |= {"to_guid": "12345", "to_snapshot": "s9"}
+    client.put_object(Bucket=name, Key=key, Body=json.dumps(doc).encode())
+    url = f"s3://{name}/archive"
+    zfs = ZfsStandIn(tmp_path / "zfs")
+    r = zverify("cold", "restore", "--thaw", "--no-progress", "--dataset", "zv/fs", url, "tank/r",
+                env=zfs.env())  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "@12345 cannot be restored" in r.stderr
+    assert "not read, left frozen outside the chain the sidecars planned" in r.stderr
+    assert not (zfs.state / "received").exists()  # nothing received
