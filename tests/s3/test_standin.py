@@ -279,6 +279,7 @@ def test_archived_sidecars_are_thawed_first_alone(chains, tmp_path: Path) -> Non
     assert dry.returncode == 2, dry.stderr
     (line,) = [x for x in dry.stderr.splitlines() if x.startswith("zverify: would be thawed ")]
     assert f" {key} " in line and "the chain is planned from it once it can be read" in line
+    assert "left frozen" not in dry.stderr  # which are needed is not known yet
     zfs = ZfsStandIn(tmp_path / "zfs")
     r = zverify("cold", "restore", "--thaw", "--no-progress", "--dataset", "zv/fs", url, "tank/r",
                 env=zfs.env())  # fmt: skip

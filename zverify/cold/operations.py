@@ -358,7 +358,7 @@ def _thaw(store: Store, options: RestoreOptions, events: Events) -> thaw.ThawPla
     size = sum(f.bytes for f in waiting)
     waits = sorted({s3_wait(f.storage_class, tier) for f in waiting})
     what = "would be thawed (dry run: nothing asked)" if options.dry_run else "thawing"
-    left = planned.left
+    left = [] if planned.sidecars_first else planned.left  # the chain is not known yet
     kept = f"; {len(left)} other archived object(s), {sum(f.bytes for f in left):,} bytes"
     kept = f"{kept}, left frozen" if left else ""
     raise ThawPending(
