@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,8 +58,8 @@ def moto_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-@pytest.fixture
-def bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
+def new_bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
+    """A fresh bucket in moto, and the AWS variables (of the zverify run) set to reach it."""
     import boto3
 
     for name, value in {**KEYS, "AWS_DEFAULT_REGION": "us-east-1"}.items():
@@ -68,6 +69,12 @@ def bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixtu
     client = boto3.client("s3", endpoint_url=moto_url)
     name = f"standin-{uuid.uuid4().hex[:16]}"
     client.create_bucket(Bucket=name)
+    return client, name
+
+
+@pytest.fixture
+def bucket(moto_url: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
+    client, name = new_bucket(moto_url, monkeypatch)
     for key, stream in (
         ("fs@s1.zfs", "full_fs_s1.zstream"),
         ("fs@s1-s2.zfs", "incr_fs_s1_s2.zstream"),
@@ -157,3 +164,172 @@ def test_send_storage_class_applies_to_streams_not_sidecars(bucket) -> None:
     }
     assert head["fs@s3.zfs"].get("StorageClass") == "STANDARD_IA"
     assert head["fs@s3.zfs.json"].get("StorageClass", "STANDARD") == "STANDARD"
+
+
+# -- restore --thaw of one chain out of several ---------------------------------------------
+
+INDEX = {e["file"]: e for e in json.loads((STREAMS / "index.json").read_text())["streams"]}
+# Two datasets in GLACIER, their sidecars in STANDARD (as `cold send --storage-class` leaves
+# them).  zv/fs@s3 is reached with the fewest bytes by the full, s1->s2 and s2->s3 (745,128
+# bytes); the -I package s1->s3 reaches it too, 936 bytes dearer: not part of the chain.
+CHAIN = {
+    "zv%2Ffs@s1.zfsfull": "full_fs_s1.zstream",
+    "zv%2Ffs@s1-@s2.zfsinc": "incr_fs_s1_s2.zstream",
+    "zv%2Ffs@s2-@s3.zfsinc": "incr_empty_fs_s2_s3.zstream",
+}
+OTHERS = {
+    "zv%2Ffs@s1-@s3.zfsincstream": "package_I_fs_s1_s3.zstream",
+    "zv%2Fenc@s1.zfsfull": "raw_w_enc_s1.zstream",
+    "zv%2Fenc@s1-@s2.zfsinc": "raw_w_enc_s1_s2.zstream",
+}
+
+
+def sidecar_of(stream: str) -> bytes:
+    """What `cold send` writes beside a stream, from the fixture's own record of it."""
+    e = INDEX[stream]
+    doc = {
+        "dataset": e["dataset"],
+        "from_guid": str(e["from_guid"] or 0),
+        "to_guid": str(e["to_guid"]),
+        "to_snapshot": e["to"].partition("@")[2],
+        "snapshots": [c["name"].partition("@")[2] for c in e["contains"]],
+        "bytes": e["size"],
+    }
+    return json.dumps(doc).encode()
+
+
+@pytest.fixture
+def chains(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, str]:
+    client, name = new_bucket(moto_url, monkeypatch)
+    for key, stream in {**CHAIN, **OTHERS}.items():
+        body = (STREAMS / stream).read_bytes()
+        client.put_object(Bucket=name, Key=f"archive/{key}", Body=body, StorageClass="GLACIER")
+        client.put_object(Bucket=name, Key=f"archive/{key}.json", Body=sidecar_of(stream))
+    return client, name
+
+
+def size(stream: str) -> int:
+    return int(INDEX[stream]["size"])
+
+
+def test_restore_thaw_dry_run_lists_exactly_the_chain_with_bytes(chains) -> None:
+    client, name = chains
+    url = f"s3://{name}/archive"
+    r = zverify("cold", "restore", "--thaw", "-n", "--dataset", "zv/fs", url, "tank/r")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    listed = [x for x in r.stderr.splitlines() if x.startswith("zverify: would be thawed ")]
+    assert [x.split()[4] for x in listed] == list(CHAIN), r.stderr  # in the chain's order
+    for line, stream in zip(listed, CHAIN.values(), strict=True):
+        assert f"({size(stream):,} bytes, GLACIER): in the chain of @s3" in line, line
+    total = sum(map(size, CHAIN.values()))
+    assert f"{len(CHAIN)} archived object(s), {total:,} bytes, would be thawed" in r.stderr
+    assert "3-5 hours" in r.stderr  # GLACIER, Standard tier
+    left = sum(map(size, OTHERS.values()))
+    assert f"{len(OTHERS)} other archived object(s), {left:,} bytes, left frozen" in r.stderr
+    assert not any(key in r.stderr for key in OTHERS), r.stderr
+    assert set(thawed(client, name).values()) == {""}  # a dry run asks for nothing
+
+
+def test_restore_thaw_asks_only_for_the_chain_and_reads_only_it(chains, tmp_path: Path) -> None:
+    """STAND-IN ZFS as well (tests/cold/standin.py): its `zfs receive` records a snapshot only
+    when it was fed a fixture stream byte for byte, so the restore reaches its end here."""
+    from tests.cold.standin import ZfsStandIn
+
+    client, name = chains
+    url = f"s3://{name}/archive"
+    zfs = ZfsStandIn(tmp_path / "zfs")
+    r = zverify("cold", "restore", "--thaw", "--no-progress", "--dataset", "zv/fs", url, "tank/r",
+                env=zfs.env())  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    states = thawed(client, name)
+    for key in CHAIN:
+        assert 'ongoing-request="false"' in states[f"archive/{key}"], states
+    for key in OTHERS:  # never asked for: no thaw, and no GET (each named, not read)
+        assert states[f"archive/{key}"] == "", states
+        (line,) = [x for x in r.stderr.splitlines() if f" {key}: " in x]
+        assert "unreadable" in line and "left frozen in GLACIER" in line and "not read" in line
+    guid = INDEX["incr_empty_fs_s2_s3.zstream"]["to_guid"]
+    assert f"restored tank/r@s3 (guid {guid})" in r.stdout
+    received = (zfs.state / "received").read_text().splitlines()
+    assert {row.split("\t")[0] for row in received} == {"tank/r@s1", "tank/r@s2", "tank/r@s3"}
+
+
+def test_a_stream_without_a_sidecar_is_thawed_too_and_says_why(chains) -> None:
+    client, name = chains
+    client.delete_object(Bucket=name, Key="archive/zv%2Fenc@s1-@s2.zfsinc.json")
+    url = f"s3://{name}/archive"
+    r = zverify("cold", "restore", "--thaw", "-n", "--dataset", "zv/fs", url, "tank/r")
+    assert r.returncode == 2, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "zv%2Fenc@s1-@s2.zfsinc " in x]
+    assert "would be thawed" in line and "no sidecar says what it holds" in line
+    listed = [x for x in r.stderr.splitlines() if x.startswith("zverify: would be thawed ")]
+    assert len(listed) == len(CHAIN) + 1, r.stderr
+
+
+def test_archived_sidecars_are_thawed_first_alone(chains, tmp_path: Path) -> None:
+    """moto thaws at once (as Expedited may): the chain is then planned in the same run."""
+    from tests.cold.standin import ZfsStandIn
+
+    client, name = chains
+    key = "zv%2Ffs@s1.zfsfull.json"
+    body = sidecar_of(CHAIN["zv%2Ffs@s1.zfsfull"])
+    client.put_object(Bucket=name, Key=f"archive/{key}", Body=body, StorageClass="GLACIER")
+    url = f"s3://{name}/archive"
+    dry = zverify("cold", "restore", "--thaw", "-n", "--dataset", "zv/fs", url, "tank/r")
+    assert dry.returncode == 2, dry.stderr
+    (line,) = [x for x in dry.stderr.splitlines() if x.startswith("zverify: would be thawed ")]
+    assert f" {key} " in line and "the chain is planned from it once it can be read" in line
+    assert "left frozen" not in dry.stderr  # which are needed is not known yet
+    zfs = ZfsStandIn(tmp_path / "zfs")
+    r = zverify("cold", "restore", "--thaw", "--no-progress", "--dataset", "zv/fs", url, "tank/r",
+                env=zfs.env())  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    states = thawed(client, name)
+    asked = {k.removeprefix("archive/") for k, v in states.items() if v}
+    assert asked == {key, *CHAIN}, states
+
+
+def test_a_snapshot_only_a_package_carries_is_thawed_with_the_package(
+    chains, tmp_path: Path
+) -> None:
+    """@s2 is inside the -I package s1->s3 once s1->s2 is gone; its sidecar names it, with no
+    GUID: the route is the package's base, then the package."""
+    from tests.cold.standin import ZfsStandIn
+
+    client, name = chains
+    for key in ("zv%2Ffs@s1-@s2.zfsinc", "zv%2Ffs@s1-@s2.zfsinc.json"):
+        client.delete_object(Bucket=name, Key=f"archive/{key}")
+    url = f"s3://{name}/archive"
+    args = ("cold", "restore", "--thaw", "--snapshot", "s2", "--dataset", "zv/fs", url, "tank/r")
+    dry = zverify(*args[:3], "-n", *args[3:])
+    assert dry.returncode == 2, dry.stderr
+    listed = [x for x in dry.stderr.splitlines() if x.startswith("zverify: would be thawed ")]
+    assert [x.split()[4] for x in listed] == ["zv%2Ffs@s1.zfsfull", "zv%2Ffs@s1-@s3.zfsincstream"]
+    assert all("in the chain of @s2" in x for x in listed), listed
+    zfs = ZfsStandIn(tmp_path / "zfs")
+    r = zverify(*args, "--no-progress", env=zfs.env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    guid = INDEX["incr_fs_s1_s2.zstream"]["to_guid"]
+    assert f"restored tank/r@s2 (guid {guid})" in r.stdout
+
+
+def test_a_sidecar_that_lies_refuses_the_restore_as_not_verified(chains, tmp_path: Path) -> None:
+    """The sidecars only choose what to thaw: streams that do not restore what they promised,
+    while objects were left unread, are exit 2 (not 1: what was not read might have)."""
+    from tests.cold.standin import ZfsStandIn
+
+    client, name = chains
+    for package in ("zv%2Ffs@s1-@s3.zfsincstream", "zv%2Ffs@s1-@s3.zfsincstream.json"):
+        client.delete_object(Bucket=name, Key=f"archive/{package}")  # @s9 alone is the newest
+    key = "archive/zv%2Ffs@s2-@s3.zfsinc.json"
+    doc = json.loads(sidecar_of(CHAIN["zv%2Ffs@s2-@s3.zfsinc"]))
+    doc |= {"to_guid": "12345", "to_snapshot": "s9"}
+    client.put_object(Bucket=name, Key=key, Body=json.dumps(doc).encode())
+    url = f"s3://{name}/archive"
+    zfs = ZfsStandIn(tmp_path / "zfs")
+    r = zverify("cold", "restore", "--thaw", "--no-progress", "--dataset", "zv/fs", url, "tank/r",
+                env=zfs.env())  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "@12345 cannot be restored" in r.stderr
+    assert "not read, left frozen outside the chain the sidecars planned" in r.stderr
+    assert not (zfs.state / "received").exists()  # nothing received

@@ -246,8 +246,9 @@ def restore(
         bool,
         typer.Option(
             "--thaw",
-            help="s3:// in GLACIER or DEEP_ARCHIVE: ask for every archived object to be thawed "
-            "(RestoreObject), and restore once all are readable (run it again; -n: only list).",
+            help="s3:// in GLACIER or DEEP_ARCHIVE: ask for the objects of the snapshot's "
+            "chain (planned from the sidecars) to be thawed (RestoreObject), and restore once "
+            "they are readable (run it again; -n: only list).",
         ),
     ] = False,
     tier: Annotated[

@@ -31,6 +31,7 @@ from zverify.cold import (
     sample,
     send,
     sidecar,
+    thaw,
 )  # fmt: skip
 from zverify.cold.check import ArchiveReport, ProgressHook
 from zverify.cold.clean import Leftover
@@ -39,7 +40,7 @@ from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
-from zverify.cold.store import Frozen, LocalStore, Store
+from zverify.cold.store import LocalStore, Store
 from zverify.errors import ColdError, UnrestorableError
 from zverify.zfs import inventory
 
@@ -57,7 +58,7 @@ class Events:
 
     archive_read: Callable[[ArchiveReport], None] = lambda _report: None
     repaired: Callable[[Outcome], None] = lambda _outcome: None
-    thawing: Callable[[list[Frozen], bool], None] = lambda _objects, _asked: None
+    thawing: Callable[["thaw.ThawPlan", bool], None] = lambda _plan, _asked: None
 
 
 # -- results ------------------------------------------------------------------------------
@@ -313,20 +314,23 @@ def restore_snapshot(
     script).  Raises UnrestorableError (exit 1) when the archive cannot, with a hint when
     its parity can repair what is in the way."""
     events = events or Events()
-    if options.thaw is not None:
-        _thaw(store, *options.thaw, options.dry_run, events)
+    reading, snapshot, skipped = store, options.snapshot, {}
+    if options.thaw is not None:  # the chain's objects thawed; the others left unread
+        thawed = _thaw(store, options, events)
+        skipped = thawed.skipped()
+        reading, snapshot = thaw.LeftFrozen(store, skipped), snapshot or thawed.pin
     repairing = options.repair_first and not options.dry_run  # -n writes nothing at all
     # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
     with store.lock("delete" if repairing else "read", wait):
-        report = read_archive(store, options.dataset)
+        report = read_archive(reading, options.dataset)
         if options.repair_first and options.dry_run:
             for outcome in repair.planned(report, []):  # said, and planned as things are
                 events.repaired(outcome)
         elif repairing and _repair_all(store, report, [], events):
             report = read_archive(store, options.dataset)
         events.archive_read(report)
-        with _hint_repair(store, report):
-            plan = restore.plan_restore(report, target, options.snapshot)
+        with _hint_repair(store, report), _not_all_read(skipped):
+            plan = restore.plan_restore(report, target, snapshot)
         result = Restored(plan, dry_run=options.dry_run)
         if options.script is not None:
             result.script = options.script
@@ -347,28 +351,60 @@ class ThawPending(ColdError):
     """Objects of the archive are not readable yet: thawing, or (dry run) frozen."""
 
 
-def _thaw(store: Store, days: int, tier: str, dry_run: bool, events: Events) -> None:
-    """Ask for every archived object of the store to be thawed (none with dry_run), and go on
-    only when all are readable: a restore reads every object of the archive first, so none
-    may be frozen.  Raises ThawPending (exit 2) naming how many, how big and how long."""
+def _thaw(store: Store, options: RestoreOptions, events: Events) -> thaw.ThawPlan:
+    """Ask for the archived objects of the chain to be thawed (none with dry_run), planned
+    from the sidecars (zverify.cold.thaw), and go on only when all are readable: a restore
+    reads every object of its chain first.  Raises ThawPending (exit 2) naming how many, how
+    big and how long."""
+    assert options.thaw is not None
+    tier = options.thaw[1]
     with store.lock("read"):
-        store.entries()
-        waiting = [f for f in store.frozen() if f.state != "thawed"]
-        if waiting and not dry_run:
-            for f in waiting:
-                if f.state == "frozen":
-                    store.thaw(f.key, days, tier)
-            waiting = [f for f in store.frozen() if f.state != "thawed"]
+        planned = _ask(store, thaw.plan_thaw(store, options.dataset, options.snapshot), options)
+        if planned.sidecars_first and not planned.pending:  # thawed at once (Expedited)
+            planned = _ask(store, thaw.plan_thaw(store, options.dataset, options.snapshot), options)
+    waiting = planned.pending
     if not waiting:
-        return
-    events.thawing(waiting, not dry_run)
+        return planned
+    events.thawing(planned, not options.dry_run)
     size = sum(f.bytes for f in waiting)
     waits = sorted({s3_wait(f.storage_class, tier) for f in waiting})
-    what = "would be thawed (dry run: nothing asked)" if dry_run else "thawing"
+    what = "would be thawed (dry run: nothing asked)" if options.dry_run else "thawing"
+    left = [] if planned.sidecars_first else planned.left  # the chain is not known yet
+    kept = f"; {len(left)} other archived object(s), {sum(f.bytes for f in left):,} bytes"
+    kept = f"{kept}, left frozen" if left else ""
     raise ThawPending(
         f"{len(waiting)} archived object(s), {size:,} bytes, {what}, {tier} tier: "
-        f"{', '.join(waits)}; run the same command again once they are readable"
+        f"{', '.join(waits)}{kept}; run the same command again once they are readable"
     )
+
+
+def _ask(store: Store, planned: thaw.ThawPlan, options: RestoreOptions) -> thaw.ThawPlan:
+    """Ask for each frozen object of planned (none with dry_run); the states afterwards."""
+    asked = [f for f in planned.pending if f.state == "frozen"]
+    if asked and not options.dry_run:
+        assert options.thaw is not None
+        for f in asked:
+            store.thaw(f.key, *options.thaw)
+        try:
+            planned.archived = store.frozen()
+        except OSError as err:
+            raise ColdError(f"cannot ask {store.shown} how far the thaws are: {err}") from None
+    return planned
+
+
+@contextlib.contextmanager
+def _not_all_read(skipped: Collection[str]) -> Iterator[None]:
+    """A restore refused while archived objects were left unread is not verified (exit 2):
+    what was not read might have restored it."""
+    try:
+        yield
+    except UnrestorableError as err:
+        if not skipped:
+            raise
+        listed = ", ".join(map(names.shown, sorted(skipped)))
+        raise ColdError(
+            f"{err}; not read, left frozen outside the chain the sidecars planned: {listed}"
+        ) from None
 
 
 def s3_wait(storage_class: str, tier: str) -> str:

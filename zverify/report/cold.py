@@ -34,7 +34,7 @@ from zverify.cold.parity import Parity
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
 from zverify.cold.send import SentFile
-from zverify.cold.store import Frozen
+from zverify.cold.thaw import ThawPlan
 from zverify.sendstream.chain import Restorable
 
 CHECK_SCHEMA = "zverify.cold-check/1"
@@ -536,14 +536,15 @@ def verdict_only(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def thaw_lines(objects: list[Frozen], asked: bool) -> str:
-    """restore --thaw: each archived object not readable yet, and what was done about it."""
+def thaw_lines(plan: ThawPlan, asked: bool) -> str:
+    """restore --thaw: each archived object the restore needs that is not readable yet, what
+    was done about it and why it is needed."""
     doing = {"frozen": "thaw asked" if asked else "would be thawed", "thawing": "thawing"}
     return _text(
         [
             f"zverify: {doing.get(f.state, f.state)} {shown(f.key)} "
-            f"({f.bytes:,} bytes, {f.storage_class})"
-            for f in objects
+            f"({f.bytes:,} bytes, {f.storage_class}): {plan.wanted[f.key]}"
+            for f in plan.pending
         ]
     )
 
