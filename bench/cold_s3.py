@@ -8,7 +8,8 @@ Run by hand (never collected by the test suite):
 1. Full check of one stream object (synthesized: valid records, 128 KiB WRITEs) against
    `rclone cat` of it to /dev/null, the download floor: every byte through the scanner vs
    every byte merely fetched.
-2. `cold check --depth metadata` of OBJECTS small streams, each with its sidecar, against
+2. `cold check --depth sample` of that object at 1% and 10%, against the full check.
+3. `cold check --depth metadata` of OBJECTS small streams, each with its sidecar, against
    `rclone lsjson -R --hash` of the same prefix (the listing a peer's "check" starts from).
    Goal: under 60 s for 10,000 objects.
 
@@ -100,6 +101,8 @@ def run(server: Versitygw, scratch: Path, args: argparse.Namespace) -> None:
     synthesize(big, args.size_mib << 20)
     client.upload_file(str(big), bucket, "big/set@s1.zfsfull")
     size = big.stat().st_size
+    sidecar = json.dumps({"kind": "full", "bytes": size}).encode()  # sample depth wants one
+    client.put_object(Bucket=bucket, Key="big/set@s1.zfsfull.json", Body=sidecar)
     big.unlink()
     zv = [sys.executable, "-m", "zverify", "cold"]
     full = best([*zv, "check", "-q", f"s3://{bucket}/big"], env, args.repeat)
@@ -107,6 +110,10 @@ def run(server: Versitygw, scratch: Path, args: argparse.Namespace) -> None:
     print(f"full check of {size / 2**20:.0f} MiB: zverify {full:.2f} s "
           f"({size / full / 1e6:.0f} MB/s), rclone cat {cat:.2f} s ({size / cat / 1e6:.0f} MB/s), "
           f"ratio {full / cat:.2f}")  # fmt: skip
+    for pct in ("1", "10"):
+        argv = [*zv, "check", "-q", "--depth", "sample", "--sample", pct, f"s3://{bucket}/big"]
+        took = best(argv, env, args.repeat)
+        print(f"sample {pct}% of it: zverify {took:.2f} s, {took / full:.2f} of the full check")
     stream = tiny_stream()
     start = time.monotonic()
     small_archive(client, bucket, args.objects, stream)

@@ -27,6 +27,7 @@ import os
 import stat
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from zverify.cold import names
@@ -45,6 +46,7 @@ from zverify.cold.s3io import Feed, Upload
 from zverify.cold.store import Entry, Frozen
 from zverify.errors import ArchiveError, ColdError
 
+HEADS = 16  # requests in flight when asking many objects (the client pools 16 connections)
 IDLE_SECONDS = 3600  # an upload without a new part for this long is no running send's
 IDLE_VARIABLE = "ZVERIFY_S3_UPLOAD_IDLE"  # seconds, instead (a send uploads parts far faster)
 ARCHIVED = ("GLACIER", "DEEP_ARCHIVE")  # readable only after a RestoreObject ("thaw")
@@ -341,11 +343,12 @@ class S3Store:
 
     def frozen(self) -> list[Frozen]:
         """Every object listed (entries()) in an archive storage class, with its thaw state
-        from HEAD's Restore header.  Raises OSError."""
-        found = []
-        for key, listed in sorted(self._listed.items()):
-            if listed.storage_class not in ARCHIVED:
-                continue
+        from HEAD's Restore header (16 HEADs in flight: a prefix may hold thousands).  Raises
+        OSError."""
+        archived = [(k, v) for k, v in sorted(self._listed.items()) if v.storage_class in ARCHIVED]
+
+        def one(item: tuple[str, Listed]) -> Frozen:
+            key, listed = item
             restore = str((self.head(key, listed.version) or {}).get("Restore") or "")
             state = (
                 "frozen"
@@ -354,8 +357,10 @@ class S3Store:
                 if 'ongoing-request="true"' in restore
                 else "thawed"
             )
-            found.append(Frozen(key, listed.size, listed.storage_class, state))
-        return found
+            return Frozen(key, listed.size, listed.storage_class, state)
+
+        with ThreadPoolExecutor(HEADS) as pool:
+            return list(pool.map(one, archived))
 
     def thaw(self, key: str, days: int, tier: str) -> None:
         """Ask for a readable copy of an archived object for days (RestoreObject).  Raises
