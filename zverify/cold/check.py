@@ -93,6 +93,7 @@ class ArchiveReport:
     places: list[str] = field(default_factory=list)
     depth: str = "full"  # full: every byte read; metadata: listings and sidecars only
     sidecars: list[str] = field(default_factory=list)  # the NAME.json files beside streams
+    ledger: str | None = None  # the proof ledger's summary, once this check is recorded
 
     def path(self, name: str) -> str:
         """The local path of a file of the report (names are the store's keys)."""
@@ -156,6 +157,25 @@ def check_archive(
         sidecars=sorted(aside.sidecars),
     )
     return report
+
+
+def prove_file(
+    store: Store, entry: Entry, beside: list[Entry], progress: ProgressHook | None = None
+) -> FileReport | None:
+    """One entry proven as check_archive() proves it: read completely, with its sidecar and
+    parity (beside: their entries) held against it; chains and names are not judged (they
+    need every file).  None for what check_archive() does not report as a file."""
+    aside = _Aside()
+    for other in beside:
+        if other.st is not None and stat.S_ISREG(other.st.st_mode):
+            _set_aside(aside, other.key, other.st)
+    found = _look(store, entry, progress, aside)
+    if found is None:
+        return None
+    found.place = entry.place
+    _check_sidecars(store, [found], aside.sidecars)
+    _check_parity(store, [found], aside.parities)
+    return found
 
 
 def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
