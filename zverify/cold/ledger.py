@@ -97,6 +97,7 @@ class Ledger:
         self.hashes: list[str] = []  # SHA-256 of each whole line
         self.good = 0  # bytes up to the end of the last whole line
         self.torn = 0  # bytes after it (an append killed mid-line)
+        self.was_torn = False  # a torn tail was found (and is cut off by the next append)
 
     @classmethod
     def open(cls, path: str) -> "Ledger":
@@ -120,10 +121,17 @@ class Ledger:
 
     def summary(self) -> str:
         files = len(self.latest())
-        torn = "; a torn last line (an append was killed: the next append drops it)"
-        return f"ledger {self.path}: {len(self.records)} proofs of {files} files, chain intact" + (
-            torn if self.torn else ""
-        )
+        line = f"ledger {self.path}: {len(self.records)} proofs of {files} files, chain intact"
+        if self.torn:
+            return line + "; a torn last line (an append killed mid-write): the next cuts it off"
+        if self.was_torn:
+            return line + "; its torn last line (an append killed mid-write) was cut off"
+        return line
+
+    def ensure_writable(self) -> None:
+        """Create the ledger if need be: a run that cannot record is refused before it
+        reads anything.  Raises ColdError (naming --ledger for a read-only archive)."""
+        os.close(_open_append(self.path))
 
     def append(self, records: list[LedgerRecord]) -> None:
         """Add records (prev set here) under the ledger's lock: what others appended since
@@ -163,6 +171,7 @@ class Ledger:
         is noted as torn."""
         end = data.rfind(b"\n") + 1
         self.good, self.torn = end, len(data) - end
+        self.was_torn = self.was_torn or bool(self.torn)
         at = 0
         while at < end:
             nl = data.index(b"\n", at)

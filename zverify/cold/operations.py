@@ -272,6 +272,7 @@ def scrub_places(
     proof in its ledger."""
     with store.lock("read", wait):
         proofs = open_ledger(store, ledger_path)
+        proofs.ensure_writable()
         with bars("scrubbing", None) as hook:
             return scrub.scrub(store, proofs, budget, _per_file(hook))
 

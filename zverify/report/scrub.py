@@ -80,7 +80,7 @@ def json_doc(r: ScrubReport) -> str:
         "places": [_name(p) for p in r.places],
         "ledger": _name(r.ledger.path),
         "ledger_records": len(r.ledger.records),
-        "ledger_torn": bool(r.ledger.torn),
+        "ledger_torn": r.ledger.was_torn,
         "read_bytes": r.read_bytes,
         "total_bytes": sum(f.size for f in r.files),
         "unproven_bytes": r.unproven_bytes,
