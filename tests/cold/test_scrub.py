@@ -226,3 +226,40 @@ def test_a_scrub_killed_with_sigkill_leaves_a_ledger_that_verifies(tmp_path: Pat
     code, doc, err = scrub(root)  # proves the ledger, then the files not proven yet first
     assert code == 0, err
     assert doc["unproven_bytes"] == 0 and doc["ledger_records"] >= 60
+
+
+def _metrics(path: Path) -> dict[str, str]:
+    """{'name{labels}': value} of a node_exporter textfile."""
+    rows = [line.rsplit(" ", 1) for line in path.read_text().splitlines() if line[:1] != "#"]
+    return {key: value for key, value in rows}
+
+
+def test_the_prometheus_file_says_how_old_the_oldest_proof_is(tmp_path: Path) -> None:
+    root = archive(tmp_path / "cold", FULL_S1, INC_S1_S2)
+    prom = tmp_path / "cold.prom"
+    code, _, err = scrub(root, "--max-bytes", "1", "--prometheus", str(prom))
+    assert code == 0, err
+    where = f'archive="{root}"'
+    metrics = _metrics(prom)
+    assert metrics[f"zverify_cold_oldest_proof_age_seconds{{{where}}}"] == "+Inf"
+    assert int(metrics[f"zverify_cold_unproven_bytes{{{where}}}"]) > 0
+    assert f"zverify_cold_last_full_pass_timestamp_seconds{{{where}}}" not in metrics
+    code, doc, err = scrub(root, "--max-bytes", "1", "--prometheus", str(prom))
+    assert code == 0 and doc["unproven_bytes"] == 0, err
+    metrics = _metrics(prom)
+    assert float(metrics[f"zverify_cold_oldest_proof_age_seconds{{{where}}}"]) < 600
+    assert metrics[f'zverify_cold_unproven_bytes{{{where},dataset="zv/fs"}}'] == "0"
+    assert metrics[f"zverify_cold_damaged_files{{{where}}}"] == "0"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
+
+
+@pytest.mark.parametrize(
+    "option", [("--max-bytes", "10X"), ("--max-duration", "-1"), ("--max-duration", "soon")]
+)
+def test_a_budget_that_means_nothing_is_a_usage_error(
+    tmp_path: Path, option: tuple[str, str]
+) -> None:
+    root = archive(tmp_path / "cold", FULL_S1)
+    done = zverify("cold", "scrub", *option, str(root))
+    assert done.returncode == 2 and option[0] in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and not (root / LEDGER).exists()
