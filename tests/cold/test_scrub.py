@@ -263,3 +263,24 @@ def test_a_budget_that_means_nothing_is_a_usage_error(
     done = zverify("cold", "scrub", *option, str(root))
     assert done.returncode == 2 and option[0] in done.stderr
     assert len(done.stderr.splitlines()) == 1 and not (root / LEDGER).exists()
+
+
+def test_scrubs_and_checks_at_once_keep_one_intact_chain(tmp_path: Path) -> None:
+    """Each run reads the ledger under a shared flock and appends under an exclusive one,
+    proving first what the others appended: three at once leave one chain and head."""
+    root = tmp_path / "cold"
+    root.mkdir()
+    for i in range(12):
+        shutil.copy(STREAMS / FIXTURE[INC_S1_S2], root / f"copy{i:02d}.zfs")
+    assert scrub(root, "--max-bytes", "1")[0] == 0  # the ledger exists: check records too
+    runs = [
+        subprocess.Popen([console_script(), "cold", command, "-q", str(root)], text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for command in ("scrub", "scrub", "check")
+    ]  # fmt: skip
+    for run, expected in zip(runs, (0, 0, 1), strict=True):
+        out, err = run.communicate(timeout=120)  # check: copies are duplicates, exit 1
+        assert run.returncode == expected, out + err
+    code, doc, err = scrub(root, "--max-age", "1")
+    assert code == 0 and doc["read_bytes"] == 0, err
+    assert doc["ledger_records"] == 1 + 12 + 12 + 12 == len(_lines(root))

@@ -19,7 +19,6 @@ and proves it too.  Anyone who can rewrite both files can forge a consistent led
 chain shows damage and careless edits, not a determined forger (sign the head for that).
 """
 
-import contextlib
 import datetime
 import errno
 import fcntl
@@ -104,7 +103,15 @@ class Ledger:
         """Read and prove the ledger at path (none there: an empty one).  Raises Tampered
         naming the line, ColdError when it cannot be read."""
         ledger = cls(path)
-        ledger._prove(_read(path) or b"")
+        fd = _open_read(path)
+        if fd is None:
+            ledger._prove(b"")
+            return ledger
+        try:  # shared: an append (ledger, then head) is never seen half made
+            _lock(fd, path, fcntl.LOCK_SH)
+            ledger._prove(_read_fd(fd, path))
+        finally:
+            os.close(fd)
         return ledger
 
     @property
@@ -140,7 +147,7 @@ class Ledger:
             return
         fd = _open_append(self.path)
         try:
-            _lock(fd, self.path)
+            _lock(fd, self.path, fcntl.LOCK_EX)
             self._catch_up(fd)
             lines = b""
             for r in records:
@@ -161,7 +168,7 @@ class Ledger:
         head: see the module's docstring)."""
         if os.fstat(fd).st_size != self.good + self.torn:
             self.records, self.hashes = [], []
-            self._prove(_read(self.path) or b"")
+            self._prove(_read_fd(fd, self.path))
         if self.torn:
             _io("cutting the torn last line of", self.path, os.ftruncate, fd, self.good)
             self.torn = 0
@@ -255,7 +262,7 @@ def _write_head(head: str, lines: int, last: str) -> None:
     _io("fsync of the directory of", head, fsync_dir, os.path.dirname(head) or ".")
 
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_CREATE = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _open_append(path: str) -> int:
@@ -266,16 +273,16 @@ def _open_append(path: str) -> int:
     return fd
 
 
-def _lock(fd: int, path: str) -> None:
-    """Exclusive, waiting: an append takes milliseconds."""
+def _lock(fd: int, path: str, how: int) -> None:
+    """Waiting: an append takes milliseconds."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, how)
     except OSError as err:
         raise ColdError(f"cannot lock {path}: {err.strerror}") from None
 
 
-def _read(path: str) -> bytes | None:
-    """The ledger's bytes; None when there is none.  Never through a symlink."""
+def _open_read(path: str) -> int | None:
+    """The ledger, to read; None when there is none.  Never through a symlink."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -283,11 +290,19 @@ def _read(path: str) -> bytes | None:
     except OSError as err:
         why = "a symlink" if err.errno == errno.ELOOP else err.strerror
         raise ColdError(f"cannot read the ledger {path}: {why}") from None
-    with contextlib.closing(os.fdopen(fd, "rb")) as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ColdError(f"{path} is not a regular file: not a ledger")
-        data: bytes = _io("reading", path, f.read)
-        return data
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ColdError(f"{path} is not a regular file: not a ledger")
+    return fd
+
+
+def _read_fd(fd: int, path: str) -> bytes:
+    """The whole file open on fd, from its start (an O_APPEND fd too)."""
+    chunks, at = [], 0
+    while chunk := _io("reading", path, os.pread, fd, 1 << 20, at):
+        chunks.append(chunk)
+        at += len(chunk)
+    return b"".join(chunks)
 
 
 def _read_small(path: str) -> bytes:
