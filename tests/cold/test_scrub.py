@@ -3,6 +3,7 @@ archives of real `zfs send` fixture streams: rotation within a budget, damage fo
 run that reaches it, a tampered ledger refused (naming the line), a read-only archive with
 its ledger elsewhere, and a scrub killed with SIGKILL."""
 
+import hashlib
 import json
 import math
 import os
@@ -284,3 +285,41 @@ def test_scrubs_and_checks_at_once_keep_one_intact_chain(tmp_path: Path) -> None
     code, doc, err = scrub(root, "--max-age", "1")
     assert code == 0 and doc["read_bytes"] == 0, err
     assert doc["ledger_records"] == 1 + 12 + 12 + 12 == len(_lines(root))
+
+
+def _forge(root: Path, edit: dict[str, Any]) -> None:
+    """Rewrite the ledger's first record and recompute every prev and the head, as a
+    forger who knows the format would: the chain then holds, and the record must not."""
+    docs = [json.loads(line) for line in _lines(root)]
+    docs[0].update(edit)
+    prev, out = "0" * 64, b""
+    for doc in docs:
+        line = (json.dumps({**doc, "prev": prev}, separators=(",", ":")) + "\n").encode()
+        out += line
+        prev = hashlib.sha256(line).hexdigest()
+    (root / LEDGER).write_bytes(out)
+    (root / HEAD).write_text(json.dumps({"lines": len(docs), "last": prev}))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"time": "2026-01-01T00:00:00"}, {"size": "big"}, {"dataset": 7}, {"method": "hope"}],
+)
+def test_a_forged_record_of_another_shape_is_refused_not_a_crash(
+    tmp_path: Path, edit: dict[str, Any]
+) -> None:
+    root = archive(tmp_path / "cold", FULL_S1)
+    assert scrub(root)[0] == 0
+    _forge(root, {})  # the forger's tool reproduces a true ledger exactly
+    assert scrub(root)[0] == 0
+    _forge(root, edit)
+    done = zverify("cold", "scrub", "--prometheus", str(tmp_path / "m.prom"), str(root))
+    assert done.returncode == 2 and "line 1" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_max_duration_stops_after_the_file_that_crosses_it(tmp_path: Path) -> None:
+    root = archive(tmp_path / "cold", FULL_S1, INC_S1_S2, INC_S2_S3)
+    code, doc, err = scrub(root, "--max-duration", "0.001")
+    assert code == 0 and len(read_now(doc)) == 1, err  # the first file is always finished
+    assert doc["stopped"].startswith("--max-duration")

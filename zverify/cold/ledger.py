@@ -207,14 +207,33 @@ def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
             f"{where}: its prev is not the hash of line {number - 1} (that line edited, or "
             "a line removed or moved here)"
         )
-    try:
-        record = LedgerRecord(**doc)
-        record.when  # noqa: B018 - a time that does not parse is an edit
-    except (TypeError, ValueError):
-        raise Tampered(f"{where}: a field holds what no append writes (edited?)") from None
+    if not _well_typed(doc):
+        raise Tampered(f"{where}: a field holds what no append writes (edited?)")
+    record = LedgerRecord(**doc)
     if record.method not in METHODS or record.result not in RESULTS:
         raise Tampered(f"{where}: unknown method or result (edited?)")
     return record
+
+
+_TEXT = ("file", "method", "result", "time", "version", "prev")
+_TEXT_OR_NULL = ("dataset", "from_guid", "to_guid", "digest")
+
+
+def _well_typed(doc: dict[str, Any]) -> bool:
+    """What an append writes: a consistent forgery of other types must not crash a reader
+    (a time without its zone cannot be compared with now)."""
+    size = doc["size"]
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        return False
+    if not all(isinstance(doc[k], str) for k in _TEXT):
+        return False
+    if not all(doc[k] is None or isinstance(doc[k], str) for k in _TEXT_OR_NULL):
+        return False
+    try:
+        when = datetime.datetime.fromisoformat(doc["time"])
+    except ValueError:
+        return False
+    return when.tzinfo is not None
 
 
 def _check_head(path: str, head: str, chain: list[str]) -> None:
@@ -234,6 +253,8 @@ def _check_head(path: str, head: str, chain: list[str]) -> None:
         counted, hashed = int(doc["lines"]), str(doc["last"])
     except (ValueError, KeyError, TypeError):
         raise Tampered(f"{head}: not a ledger head (edited?)") from None
+    if counted < 0:
+        raise Tampered(f"{head}: not a ledger head (edited?)")
     if counted > lines:
         raise Tampered(
             f"{path}: line {lines + 1}: missing (its head counts {counted} lines): lines "

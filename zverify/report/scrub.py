@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from zverify import exitcodes
+from zverify.cold.check import UNVERIFIED
 from zverify.cold.names import shown
 from zverify.cold.repair import describe
 from zverify.cold.scrub import Scrubbed, ScrubReport
@@ -62,15 +63,12 @@ def _age(seconds: float) -> str:
 
 def _verdict(r: ScrubReport, read: list[Scrubbed]) -> str:
     if r.exit_code == exitcodes.TROUBLE:
-        unread = {p.file for p in r.problems if p.kind in _UNREAD}
+        unread = {p.file for p in r.problems if p.kind in UNVERIFIED}
         return f"INCOMPLETE: {len(unread)} file(s) could not be read or proven"
     if r.exit_code == exitcodes.DIFFERENT:
         files = {p.file for p in r.problems}
         return f"PROBLEMS: {len(files)} file(s), {len(r.problems)} problem(s)"
     return f"PROVEN: {len(read)} file(s) read and proven ({r.read_bytes:,} bytes)"
-
-
-_UNREAD = ("unreadable", "changed", "unproven", "lifecycle-unknown")
 
 
 def json_doc(r: ScrubReport) -> str:
