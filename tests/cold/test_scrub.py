@@ -255,7 +255,13 @@ def test_the_prometheus_file_says_how_old_the_oldest_proof_is(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
-    "option", [("--max-bytes", "10X"), ("--max-duration", "-1"), ("--max-duration", "soon")]
+    "option",
+    [
+        ("--max-bytes", "10X"),
+        ("--max-bytes", "0"),
+        ("--max-duration", "-1"),
+        ("--max-duration", "soon"),
+    ],
 )
 def test_a_budget_that_means_nothing_is_a_usage_error(
     tmp_path: Path, option: tuple[str, str]

@@ -259,8 +259,10 @@ def _bytes_option(text: str | None) -> int | None:
         return None
     number, unit = text[:-1] if text[-1:].isalpha() else text, text[-1:].upper()
     unit = unit if unit.isalpha() else ""
-    if unit not in _UNITS or not number.isdigit():
-        raise UsageError(f"--max-bytes {text!r}: a number of bytes, optionally K, M, G or T")
+    if unit not in _UNITS or not number.isdigit() or not int(number):
+        raise UsageError(
+            f"--max-bytes {text!r}: a number of bytes above 0, optionally K, M, G or T"
+        )
     return int(number) * _UNITS[unit]
 
 
