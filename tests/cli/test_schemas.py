@@ -40,6 +40,7 @@ from zverify.cold.prune import blocked, plan_prune
 from zverify.report import cold as cold_report
 from zverify.report import cutover as cutover_report
 from zverify.report import json as json_report
+from zverify.report import scrub as scrub_report
 from zverify.report import stream as stream_report
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
@@ -70,6 +71,7 @@ CONSTANTS = {
     "cold-parity.schema.json": cold_report.PARITY_SCHEMA,
     "cold-repair.schema.json": cold_report.REPAIR_SCHEMA,
     "cold-lock.schema.json": cold_report.LOCK_SCHEMA,
+    "cold-scrub.schema.json": scrub_report.SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -636,6 +638,29 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
         INC_S1_S2: "unrepairable",
     }
     assert doc["removed"] == [f"{FULL_S1}.damaged"]  # proven just now, so --yes removed it
+
+
+@exercises("cold-scrub.schema.json")
+def test_cold_scrub_documents(cli: Run, tmp_path: Path) -> None:
+    """A first run within a budget (files left unproven), then one that finds a byte
+    flipped in a stream with parity: every optional key (parity, problems) appears."""
+    root = _archive(
+        tmp_path / "cold",
+        {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"},
+    )
+    made = zverify("cold", "parity", "--no-progress", "--parity", "10", str(root))
+    assert made.returncode == 0, made.stdout + made.stderr
+    code, doc = cli("cold", "scrub", "--json", "--max-bytes", "1", str(root))
+    validate_document("cold-scrub.schema.json", doc)
+    assert code == 0 and doc["oldest_proof_age_seconds"] is None and doc["stopped"]
+    flipped = bytearray((root / FULL_S1).read_bytes())
+    flipped[1000] ^= 1
+    (root / FULL_S1).write_bytes(bytes(flipped))
+    code, doc = cli("cold", "scrub", "--json", str(root))
+    validate_document("cold-scrub.schema.json", doc)
+    files = {f["file"]: f for f in doc["files"]}
+    assert code == 1 and files[FULL_S1]["result"] == "damaged"
+    assert files[FULL_S1]["parity"]["repair"]["status"] == "repairable"
 
 
 @exercises("cold-restore.schema.json")

@@ -51,8 +51,8 @@ class Commands(LazyGroup):
         "cold": LazyCommand(
             "zverify.cli.cold",
             "app",
-            "Send-stream archives on cold storage: send, check, restore, prune, clean, parity, "
-            "repair, lock.",
+            "Send-stream archives on cold storage: send, check, scrub, restore, prune, clean, "
+            "parity, repair, lock.",
         ),
     }
 

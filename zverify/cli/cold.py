@@ -7,6 +7,7 @@ repair and restore --repair exclusively.  A lock another zverify holds is refuse
 (exit 2), or waited for up to --wait SECONDS.
 """
 
+import math
 import os
 import sys
 import typing
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: send, check, restore, prune, clean, parity, "
-    "repair, lock.",
+    help="Send-stream archives on cold storage: send, check, scrub, restore, prune, clean, "
+    "parity, repair, lock.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -134,6 +135,16 @@ def check(
             "(0 < PCT <= 100).",
         ),
     ] = 1.0,
+    ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--ledger",
+            metavar="PATH",
+            show_default=False,
+            help="Record each file's proof in this ledger (default: the archive's own "
+            ".zverify-ledger.jsonl, when it has one).",
+        ),
+    ] = None,
 ) -> int:
     """Read every stream completely, rebuild the chains by GUID across every DIR: exit 0
     every file intact and every incremental reachable from a full, 1 anything else found, 2
@@ -148,8 +159,126 @@ def check(
     if depth != "full" and store.uses_local_files:
         raise UsageError(f"--depth {depth} is for s3:// archives: a file's bytes are its proof")
     bars = _bars(quiet or no_progress or as_json)
-    report = operations.check_places(store, dataset, max(0.0, wait), bars, depth, sample)
+    if ledger is not None and depth != "full":
+        raise UsageError(f"--ledger records full proofs: --depth {depth} proves less")
+    report = operations.check_places(store, dataset, max(0.0, wait), bars, depth, sample, ledger)
     return _show(report, as_json, quiet)
+
+
+LedgerPath = Annotated[
+    str | None,
+    typer.Option(
+        "--ledger",
+        metavar="PATH",
+        show_default=False,
+        help="The proof ledger (default: .zverify-ledger.jsonl in the archive's first "
+        "directory; required for s3://; elsewhere for a read-only archive).",
+    ),
+]
+
+
+@app.command("scrub", epilog=epilog("cold scrub"))
+def scrub(
+    directories: Places,
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-bytes",
+            metavar="N",
+            show_default=False,
+            help="Start no file once N bytes were read (K, M, G, T: powers of 1024); the file "
+            "that crosses it is finished.",
+        ),
+    ] = None,
+    max_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--max-duration",
+            metavar="D",
+            show_default=False,
+            help="Start no file after D (seconds, or 30m, 6h, 1d); the one running is finished.",
+        ),
+    ] = None,
+    max_age: Annotated[
+        float | None,
+        typer.Option(
+            "--max-age",
+            metavar="DAYS",
+            min=0,
+            show_default=False,
+            help="Skip files proven less than DAYS ago; older proofs count as unproven.",
+        ),
+    ] = None,
+    ledger: LedgerPath = None,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            "--prometheus",
+            metavar="FILE",
+            show_default=False,
+            help="Also write a node_exporter textfile (replaced atomically): age of the "
+            "oldest proof, bytes unproven, damaged files, per archive and dataset.",
+        ),
+    ] = None,
+    as_json: Json = False,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
+    recursive: Recursive = False,
+    wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
+) -> int:
+    """Prove the archive's files again, least recently proven first (damaged and never-proven
+    ones before all), each read completely as check reads it, within a budget, each proof
+    recorded in the ledger: repeated runs rotate through the archive.  Exit 0 every file
+    read proven, 1 damage found, 2 could not read, or the ledger is not intact."""
+    from zverify.cold import operations
+    from zverify.cold import scrub as scrubbing
+    from zverify.report import scrub as scrub_report
+
+    budget = scrubbing.Budget(
+        _bytes_option(max_bytes),
+        _duration_option(max_duration),
+        None if max_age is None else max_age * 86400,
+    )
+    store = _store(directories, recursive, endpoint_url)
+    bars = _bars(quiet or no_progress or as_json)
+    result = operations.scrub_places(store, ledger, budget, max(0.0, wait), bars)
+    if prometheus is not None:
+        scrubbing.write_atomically(prometheus, scrub_report.prometheus(result))
+    out = scrub_report.json_doc(result) if as_json else scrub_report.text(result)
+    sys.stdout.write(out if as_json or not quiet else out.splitlines(keepends=True)[-1])
+    return result.exit_code
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SPANS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _bytes_option(text: str | None) -> int | None:
+    if text is None:
+        return None
+    number, unit = text[:-1] if text[-1:].isalpha() else text, text[-1:].upper()
+    unit = unit if unit.isalpha() else ""
+    if unit not in _UNITS or not number.isdigit() or not int(number):
+        raise UsageError(
+            f"--max-bytes {text!r}: a number of bytes above 0, optionally K, M, G or T"
+        )
+    return int(number) * _UNITS[unit]
+
+
+def _duration_option(text: str | None) -> float | None:
+    if text is None:
+        return None
+    number, unit = (text[:-1], text[-1]) if text[-1:].isalpha() else (text, "")
+    try:
+        seconds = float(number) * _SPANS[unit]
+    except (ValueError, KeyError):
+        raise UsageError(
+            f"--max-duration {text!r}: seconds, or a number with s, m, h or d"
+        ) from None
+    if not 0 < seconds < math.inf:
+        raise UsageError(f"--max-duration {text!r}: a positive duration")
+    return seconds
 
 
 @app.command("send", epilog=epilog("cold send"))

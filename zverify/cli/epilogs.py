@@ -101,6 +101,12 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold check /cold",
         "zverify cold check --dataset tank/data --json /cold",
     ),
+    "cold scrub": _simple(
+        f"{_OK} every file read proven, {_BAD} damage found (named, with offsets and its "
+        f"parity's verdict), {_TROUBLE} a file could not be read, or the ledger is not intact.",
+        "zverify cold scrub --max-bytes 200G --max-age 30 /cold",
+        "zverify cold scrub --max-duration 4h --prometheus /var/lib/node_exporter/cold.prom /cold",
+    ),
     "cold restore": _simple(
         f"{_OK} restored and proven by GUID, {_BAD} the archive cannot restore it (why), "
         f"{_TROUBLE} error.",

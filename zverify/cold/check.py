@@ -19,14 +19,16 @@ listed, never read as a stream.
 
 import contextlib
 import errno
+import hashlib
 import os
 import shlex
 import stat
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.cold import entries, lock, names, parity, sidecar
+from zverify.cold import entries, ledger, lock, names, parity, sidecar
 from zverify.cold.entries import Identity
 from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
@@ -71,6 +73,7 @@ class FileReport:
     file_bytes: int | None = None  # the compressed file's bytes, when compressed
     place: str = ""  # the place (archive directory) it is in
     stored: dict[str, object] | None = None  # --depth metadata: what the store says of it
+    digest: str | None = None  # of an intact stream: its END checksums (stream_digest)
 
     @property
     def valid(self) -> bool:
@@ -90,6 +93,7 @@ class ArchiveReport:
     places: list[str] = field(default_factory=list)
     depth: str = "full"  # full: every byte read; metadata: listings and sidecars only
     sidecars: list[str] = field(default_factory=list)  # the NAME.json files beside streams
+    ledger: str | None = None  # the proof ledger's summary, once this check is recorded
 
     def path(self, name: str) -> str:
         """The local path of a file of the report (names are the store's keys)."""
@@ -155,6 +159,25 @@ def check_archive(
     return report
 
 
+def prove_file(
+    store: Store, entry: Entry, beside: list[Entry], progress: ProgressHook | None = None
+) -> FileReport | None:
+    """One entry proven as check_archive() proves it: read completely, with its sidecar and
+    parity (beside: their entries) held against it; chains and names are not judged (they
+    need every file).  None for what check_archive() does not report as a file."""
+    aside = _Aside()
+    for other in beside:
+        if other.st is not None and stat.S_ISREG(other.st.st_mode):
+            _set_aside(aside, other.key, other.st)
+    found = _look(store, entry, progress, aside)
+    if found is None:
+        return None
+    found.place = entry.place
+    _check_sidecars(store, [found], aside.sidecars)
+    _check_parity(store, [found], aside.parities)
+    return found
+
+
 def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
     """An archive (or a dataset of it) without a single intact stream proves nothing: an
     empty directory, a disk that is not mounted, a --dataset misspelled."""
@@ -170,11 +193,13 @@ BESIDE = (SIDECAR, parity.SUFFIX, DAMAGED)  # beside the streams, never read as 
 
 
 def is_lock_file(entry: Entry) -> bool:
-    """zverify's lock files are empty: a name alone hides nothing."""
+    """zverify's lock files are empty: a name alone hides nothing.  The proof ledger
+    (zverify.cold.ledger) is not empty, and is no stream either: a stream hidden under its
+    name is missing from its chain, which says so."""
     st = entry.st
-    return (
-        entry.name in lock.FILES and st is not None and stat.S_ISREG(st.st_mode) and not st.st_size
-    )
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return False
+    return (entry.name in lock.FILES and not st.st_size) or ledger.is_ledger_name(entry.name)
 
 
 def beside_streams(entry: Entry) -> bool:
@@ -352,10 +377,26 @@ def _file_report(name: str, report: StreamReport) -> FileReport:
         return out
     steps = tuple(_step(s) for s in report.substreams)
     out.archived = ArchivedFile(name, report.size, steps)
+    out.digest = stream_digest(report)
     out.problems += [
         _resume_problem(name, s) for s in report.substreams if s.features & Feature.RESUMING
     ]
     return out
+
+
+def stream_digest(report: StreamReport) -> str | None:
+    """A digest of an intact stream that costs no second read: SHA-256 over the Fletcher-4
+    sums its END records carry, which the scan proved to be those of the bytes before each
+    (4 little-endian u64 per substream).  It tells a file replaced by another stream or
+    rewritten since its last proof; Fletcher-4 finds damage, not a forger."""
+    sums = [s.end_checksum for s in report.substreams]
+    if not sums or any(c is None for c in sums):
+        return None
+    h = hashlib.sha256()
+    for c in sums:
+        assert c is not None
+        h.update(struct.pack("<4Q", *c))
+    return "end-fletcher4-sha256:" + h.hexdigest()
 
 
 def _resume_problem(name: str, s: Substream) -> Problem:

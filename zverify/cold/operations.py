@@ -22,6 +22,7 @@ from zverify import exitcodes
 from zverify.cold import (
     check,
     clean,
+    ledger,
     metadata,
     names,
     protect,
@@ -29,19 +30,21 @@ from zverify.cold import (
     repair,
     restore,
     sample,
+    scrub,
     send,
     sidecar,
     thaw,
 )  # fmt: skip
 from zverify.cold.check import ArchiveReport, ProgressHook
 from zverify.cold.clean import Leftover
+from zverify.cold.ledger import Ledger
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
 from zverify.cold.store import LocalStore, Store
-from zverify.errors import ColdError, UnrestorableError
+from zverify.errors import ColdError, UnrestorableError, UsageError
 from zverify.zfs import inventory
 
 Hook = Callable[[int], None]
@@ -200,6 +203,7 @@ def check_places(
     bars: Bars = no_bars,
     depth: str = "full",
     percent: float = 1.0,
+    ledger_path: str | None = None,
 ) -> ArchiveReport:
     """Check at depth: full (every byte), sample (percent% of each stream's bytes by range,
     and the metadata) or metadata."""
@@ -210,10 +214,40 @@ def check_places(
         with store.lock("read", wait):
             return sample.check_sample(store, dataset, percent)
     with store.lock("read", wait), bars("checking", None) as hook:
+        proofs = _existing_ledger(store, ledger_path)  # tampered: refused before reading
         report = read_archive(store, dataset, _per_file(hook))
+        if proofs is not None:
+            report.ledger = _record_check(proofs, report, explicit=ledger_path is not None)
     if not report.plans and not report.all_problems:
         report.problems.append(check.nothing_found(report, dataset))
     return report
+
+
+def _existing_ledger(store: Store, path: str | None) -> Ledger | None:
+    """The ledger a check records in: the one given, else the archive's own if it has one."""
+    if path is not None:
+        return Ledger.open(path)
+    if not isinstance(store, LocalStore):
+        return None
+    own = ledger.default_path(store.places[0])
+    return Ledger.open(own) if os.path.lexists(own) else None
+
+
+def _record_check(proofs: Ledger, report: ArchiveReport, explicit: bool) -> str:
+    """Each file read, recorded; the ledger's summary line.  The archive's own ledger that
+    cannot be written (a read-only mount) costs the check nothing but the record: said."""
+    records = [
+        scrub.record_of(f, f.identity.size if f.identity else 0, "check", scrub.outcome(f))
+        for f in report.files
+        if f.kind != "partial"
+    ]
+    try:
+        proofs.append(records)
+    except ColdError as err:
+        if explicit:
+            raise
+        return f"ledger not written: {err}"
+    return proofs.summary()
 
 
 def _per_file(hook: Hook | None) -> ProgressHook | None:
@@ -221,6 +255,26 @@ def _per_file(hook: Hook | None) -> ProgressHook | None:
     if hook is None:
         return None
     return lambda _name, n: hook(n)
+
+
+def open_ledger(store: Store, path: str | None) -> Ledger:
+    """The ledger at path, else the archive's own (in its first directory).  A bucket's
+    ledger is a local file given with --ledger.  Raises ColdError, ledger.Tampered."""
+    if path is None and not isinstance(store, LocalStore):
+        raise UsageError(f"{store.shown}: a bucket keeps no ledger here: give --ledger PATH")
+    return Ledger.open(path or ledger.default_path(store.places[0]))
+
+
+def scrub_places(
+    store: Store, ledger_path: str | None, budget: "scrub.Budget", wait: float, bars: Bars = no_bars
+) -> "scrub.ScrubReport":
+    """Prove the archive's files least recently proven first, within budget, recording each
+    proof in its ledger."""
+    with store.lock("read", wait):
+        proofs = open_ledger(store, ledger_path)
+        proofs.ensure_writable()
+        with bars("scrubbing", None) as hook:
+            return scrub.scrub(store, proofs, budget, _per_file(hook))
 
 
 @dataclass(frozen=True)

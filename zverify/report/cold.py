@@ -78,6 +78,8 @@ def check_text(report: ArchiveReport) -> str:
         removes = "`cold repair --remove-damaged` removes"
         lines.append(f"kept damaged originals of repaired streams ({removes}):")
         lines += [f"  {shown(name)}" for name in report.kept]
+    if report.ledger:
+        lines.append(report.ledger)
     lines.append(_verdict(report, problems))
     return _text(lines)
 

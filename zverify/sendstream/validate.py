@@ -115,6 +115,7 @@ class Substream:
     payload_bytes: int = 0
     end_offset: int | None = None
     end_ok: bool | None = None
+    end_checksum: tuple[int, int, int, int] | None = None  # its END's Fletcher-4, as computed
 
     @property
     def complete(self) -> bool:
@@ -703,6 +704,7 @@ class _Checker:
             if self.current is not None:
                 self.current.end_offset = ev.offset
                 self.current.end_ok = ev.end_ok
+                self.current.end_checksum = ev.computed
                 self.check_features(self.current)
             self.current = None
             self.state = self.BETWEEN if self.package else self.DONE

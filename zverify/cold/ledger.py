@@ -1,0 +1,357 @@
+"""The proof ledger: what was proven of which archive file, when, how and with what result.
+
+An append-only JSON Lines file, one record per proof (LedgerRecord), kept in the archive's
+directory (NAME, beside the lock files) or anywhere else (`--ledger PATH`: a read-only
+archive, a bucket).  Each line carries `prev`, the SHA-256 of the previous line's bytes
+(its newline included; 64 zeros on the first), so a line edited, reordered or removed in
+the middle breaks the chain at the line after it.  Lines removed from the end break no
+chain: the head file (HEAD, beside the ledger: {"lines": N, "last": SHA-256 of line N}) is
+replaced atomically after each append, and the ledger may be one line ahead of its head (a
+SIGKILL between the two writes), never behind it, nor two ahead.
+
+A torn last line (bytes after the last newline: an append killed mid-write) is reported
+(`torn`) and is not a tampering: the head never counted it.  The next append cuts it off
+before writing, under the ledger's lock: its proof is lost and is simply made again.
+
+Appends use O_APPEND and fsync, under an exclusive flock(2) of the ledger file itself (a
+check and a scrub may record at once); a writer first reads what others appended since
+and proves it too.  Anyone who can rewrite both files can forge a consistent ledger: the
+chain shows damage and careless edits, not a determined forger (sign the head for that).
+"""
+
+import datetime
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from zverify import __version__
+from zverify.cold.workdir import fsync_dir
+from zverify.errors import ColdError
+
+NAME = ".zverify-ledger.jsonl"
+HEAD = ".zverify-ledger.head"
+FILES = (NAME, HEAD)
+GENESIS = "0" * 64
+METHODS = ("send", "check", "scrub", "restore", "prune", "repair")
+RESULTS = ("proven", "damaged", "unreadable", "problem")
+_FIELDS = ("file", "size", "dataset", "from_guid", "to_guid", "digest", "method", "result")
+_MAX_HEAD = 4096
+
+
+class Tampered(ColdError):
+    """The ledger is not what appends alone can leave (exit 2, naming the line)."""
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    file: str  # the archive's key of the file
+    size: int  # bytes of the file as read (a compressed file's own)
+    dataset: str | None
+    from_guid: str | None  # decimal strings, as in every JSON of zverify
+    to_guid: str | None
+    digest: str | None  # check.stream_digest(): of an intact stream only
+    method: str
+    result: str  # proven, damaged, unreadable, problem (intact, and not restorable as is)
+    time: str  # ISO 8601, UTC
+    version: str = __version__
+    prev: str = GENESIS
+
+    @property
+    def when(self) -> datetime.datetime:
+        return datetime.datetime.fromisoformat(self.time)
+
+
+def is_ledger_name(name: str) -> bool:
+    """The default ledger, its head, and a head being replaced (left by a kill)."""
+    return name in FILES or (name.startswith(HEAD + ".") and name.endswith(".tmp"))
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def default_path(directory: str) -> str:
+    return os.path.join(directory, NAME)
+
+
+def head_path(path: str) -> str:
+    """The head file beside a ledger (NAME.head for a ledger called NAME.jsonl)."""
+    base, ext = os.path.splitext(path)
+    return (base if ext == ".jsonl" else path) + ".head"
+
+
+class Ledger:
+    """A ledger read and proven whole (open()); append() adds records to it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.head = head_path(path)
+        self.records: list[LedgerRecord] = []
+        self.hashes: list[str] = []  # SHA-256 of each whole line
+        self.good = 0  # bytes up to the end of the last whole line
+        self.torn = 0  # bytes after it (an append killed mid-line)
+        self.was_torn = False  # a torn tail was found (and is cut off by the next append)
+
+    @classmethod
+    def open(cls, path: str) -> "Ledger":
+        """Read and prove the ledger at path (none there: an empty one).  Raises Tampered
+        naming the line, ColdError when it cannot be read."""
+        ledger = cls(path)
+        fd = _open_read(path)
+        if fd is None:
+            ledger._prove(b"")
+            return ledger
+        try:  # shared: an append (ledger, then head) is never seen half made
+            _lock(fd, path, fcntl.LOCK_SH)
+            ledger._prove(_read_fd(fd, path))
+        finally:
+            os.close(fd)
+        return ledger
+
+    @property
+    def last(self) -> str:
+        return self.hashes[-1] if self.hashes else GENESIS
+
+    def latest(self) -> dict[str, LedgerRecord]:
+        """Each file's last record."""
+        return {r.file: r for r in self.records}
+
+    def last_proven(self) -> dict[str, LedgerRecord]:
+        """Each file's last record that proved it."""
+        return {r.file: r for r in self.records if r.result == "proven"}
+
+    def summary(self) -> str:
+        files = len(self.latest())
+        line = f"ledger {self.path}: {len(self.records)} proofs of {files} files, chain intact"
+        if self.torn:
+            return line + "; a torn last line (an append killed mid-write): the next cuts it off"
+        if self.was_torn:
+            return line + "; its torn last line (an append killed mid-write) was cut off"
+        return line
+
+    def ensure_writable(self) -> None:
+        """Create the ledger if need be: a run that cannot record is refused before it
+        reads anything.  Raises ColdError (naming --ledger for a read-only archive)."""
+        os.close(_open_append(self.path))
+
+    def append(self, records: list[LedgerRecord]) -> None:
+        """Add records (prev set here) under the ledger's lock: what others appended since
+        it was read is proven first; a torn tail is cut off.  Raises ColdError, Tampered."""
+        if not records:
+            return
+        fd = _open_append(self.path)
+        try:
+            _lock(fd, self.path, fcntl.LOCK_EX)
+            self._catch_up(fd)
+            lines = b""
+            for r in records:
+                line = _line(r, self.last)
+                lines += line
+                self.records.append(replace(r, prev=self.last))
+                self.hashes.append(hashlib.sha256(line).hexdigest())
+            _io("writing", self.path, _write_all, fd, lines)
+            _io("fsync of", self.path, os.fsync, fd)
+            self.good += len(lines)
+            _write_head(self.head, len(self.records), self.last)
+        finally:
+            os.close(fd)  # drops the lock
+
+    def _catch_up(self, fd: int) -> None:
+        """Under the lock: prove again what others appended since it was read (all of it:
+        a rewrite under us is caught too), and cut off a torn tail (never counted by the
+        head: see the module's docstring)."""
+        if os.fstat(fd).st_size != self.good + self.torn:
+            self.records, self.hashes = [], []
+            self._prove(_read_fd(fd, self.path))
+        if self.torn:
+            _io("cutting the torn last line of", self.path, os.ftruncate, fd, self.good)
+            self.torn = 0
+
+    def _prove(self, data: bytes) -> None:
+        """Every whole line of data in its chain, then the head; a tail without its newline
+        is noted as torn."""
+        end = data.rfind(b"\n") + 1
+        self.good, self.torn = end, len(data) - end
+        self.was_torn = self.was_torn or bool(self.torn)
+        at = 0
+        while at < end:
+            nl = data.index(b"\n", at)
+            line = data[at : nl + 1]
+            self.records.append(_parse(self.path, len(self.records) + 1, line, self.last))
+            self.hashes.append(hashlib.sha256(line).hexdigest())
+            at = nl + 1
+        _check_head(self.path, self.head, [GENESIS, *self.hashes])
+
+
+def _line(r: LedgerRecord, prev: str) -> bytes:
+    doc = {**asdict(r), "prev": prev}
+    return (json.dumps(doc, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+
+
+def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
+    where = f"{path}: line {number}"
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        raise Tampered(f"{where}: not a JSON record (edited?)") from None
+    if not isinstance(doc, dict) or set(doc) != {f for f in LedgerRecord.__dataclass_fields__}:
+        raise Tampered(f"{where}: not a ledger record (fields edited?)")
+    if doc["prev"] != prev:
+        raise Tampered(
+            f"{where}: its prev is not the hash of line {number - 1} (that line edited, or "
+            "a line removed or moved here)"
+        )
+    if not _well_typed(doc):
+        raise Tampered(f"{where}: a field holds what no append writes (edited?)")
+    record = LedgerRecord(**doc)
+    if record.method not in METHODS or record.result not in RESULTS:
+        raise Tampered(f"{where}: unknown method or result (edited?)")
+    return record
+
+
+_TEXT = ("file", "method", "result", "time", "version", "prev")
+_TEXT_OR_NULL = ("dataset", "from_guid", "to_guid", "digest")
+
+
+def _well_typed(doc: dict[str, Any]) -> bool:
+    """What an append writes: a consistent forgery of other types must not crash a reader
+    (a time without its zone cannot be compared with now)."""
+    size = doc["size"]
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        return False
+    if not all(isinstance(doc[k], str) for k in _TEXT):
+        return False
+    if not all(doc[k] is None or isinstance(doc[k], str) for k in _TEXT_OR_NULL):
+        return False
+    try:
+        when = datetime.datetime.fromisoformat(doc["time"])
+    except ValueError:
+        return False
+    return when.tzinfo is not None
+
+
+def _check_head(path: str, head: str, chain: list[str]) -> None:
+    """The head must count every whole line, or all but the last one (see the docstring).
+    chain: GENESIS, then the hash of each line."""
+    lines = len(chain) - 1
+    try:
+        data: bytes | None = _read_small(head)
+    except FileNotFoundError:
+        data = None
+    if data is None:
+        if lines > 1:
+            raise Tampered(f"{head}: missing, while {path} has {lines} lines")
+        return
+    try:
+        doc = json.loads(data)
+        counted, hashed = int(doc["lines"]), str(doc["last"])
+    except (ValueError, KeyError, TypeError):
+        raise Tampered(f"{head}: not a ledger head (edited?)") from None
+    if counted < 0:
+        raise Tampered(f"{head}: not a ledger head (edited?)")
+    if counted > lines:
+        raise Tampered(
+            f"{path}: line {lines + 1}: missing (its head counts {counted} lines): lines "
+            "were removed from its end"
+        )
+    if counted < lines - 1:
+        raise Tampered(
+            f"{path}: line {counted + 2}: its head counts {counted} lines, and at most one "
+            "append can be ahead of it (lines added by hand?)"
+        )
+    if hashed != chain[counted]:
+        raise Tampered(f"{path}: line {counted}: not the line its head ends at (edited?)")
+
+
+def _write_head(head: str, lines: int, last: str) -> None:
+    """Replace the head atomically: a temporary file, fsync, rename, directory fsync."""
+    tmp = f"{head}.{os.getpid()}.tmp"
+    data = json.dumps({"lines": lines, "last": last}).encode() + b"\n"
+    fd = _io("creating", tmp, os.open, tmp, _CREATE | os.O_TRUNC, 0o644)
+    try:
+        _io("writing", tmp, _write_all, fd, data)
+        _io("fsync of", tmp, os.fsync, fd)
+    finally:
+        os.close(fd)
+    _io("renaming into place", head, os.rename, tmp, head)
+    _io("fsync of the directory of", head, fsync_dir, os.path.dirname(head) or ".")
+
+
+_CREATE = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_append(path: str) -> int:
+    fd: int = _io("opening", path, os.open, path, _CREATE | os.O_APPEND, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ColdError(f"{path} is not a regular file: not a ledger")
+    return fd
+
+
+def _lock(fd: int, path: str, how: int) -> None:
+    """Waiting: an append takes milliseconds."""
+    try:
+        fcntl.flock(fd, how)
+    except OSError as err:
+        raise ColdError(f"cannot lock {path}: {err.strerror}") from None
+
+
+def _open_read(path: str) -> int | None:
+    """The ledger, to read; None when there is none.  Never through a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        why = "a symlink" if err.errno == errno.ELOOP else err.strerror
+        raise ColdError(f"cannot read the ledger {path}: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ColdError(f"{path} is not a regular file: not a ledger")
+    return fd
+
+
+def _read_fd(fd: int, path: str) -> bytes:
+    """The whole file open on fd, from its start (an O_APPEND fd too)."""
+    chunks, at = [], 0
+    while chunk := _io("reading", path, os.pread, fd, 1 << 20, at):
+        chunks.append(chunk)
+        at += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_small(path: str) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise ColdError(f"cannot read the ledger head {path}: {err.strerror}") from None
+    try:
+        return os.read(fd, _MAX_HEAD)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _io(doing: str, path: str, call: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return call(*args)
+    except OSError as err:
+        if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise ColdError(
+                f"{doing} the ledger {path} failed: {err.strerror} (a read-only archive? "
+                "--ledger PATH keeps it elsewhere)"
+            ) from None
+        raise ColdError(f"{doing} the ledger {path} failed: {err.strerror}") from None

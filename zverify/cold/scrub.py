@@ -1,0 +1,266 @@
+"""scrub(): prove an archive's files again over time, within a budget, least recently proven
+first, keeping every proof in the ledger (zverify.cold.ledger).
+
+Each run orders the archive's files: first those whose last proof failed or that changed
+size since it (and entries that cannot be looked at), then those never proven, then the
+proven ones by the age of their last proof, oldest first.  --max-age skips proofs younger
+than that.  It proves them in that order, each one completely as `cold check` does
+(check.prove_file: the stream, its sidecar and its parity), and records each proof as soon
+as it is made (a run killed halfway keeps what it proved).  A budget (bytes, seconds) is
+looked at before each file: the file that crosses it is finished, then the run stops, so a
+run exceeds it by less than one file, and repeated runs rotate through the archive: with a
+budget of B bytes, every file of an archive of T bytes is proven within ceil(T / B) runs.
+
+What is not a stream of the archive is not scrubbed: lock files, the ledger, sidecars and
+parity (read with their stream), a send's `.partial` and a repair's work directory
+(`cold check` and `cold clean` judge those).
+"""
+
+import contextlib
+import datetime
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from zverify import exitcodes
+from zverify.cold import check, names, parity
+from zverify.cold.check import UNVERIFIED, FileReport, Problem, ProgressHook
+from zverify.cold.ledger import Ledger, LedgerRecord, now
+from zverify.cold.store import Entry, Store
+from zverify.errors import ColdError
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_bytes: int | None = None  # stop once this many bytes were read
+    max_seconds: float | None = None  # stop once the run took this long
+    max_age: float | None = None  # seconds: a proof younger than this is not made again
+
+    def spent(self, read: int, elapsed: float) -> str | None:
+        """Why no further file is started, or None."""
+        if self.max_bytes is not None and read >= self.max_bytes:
+            return f"--max-bytes {self.max_bytes:,} reached ({read:,} bytes read)"
+        if self.max_seconds is not None and elapsed >= self.max_seconds:
+            return f"--max-duration {self.max_seconds:g} s reached ({elapsed:.1f} s)"
+        return None
+
+
+@dataclass
+class Scrubbed:
+    """One file of the archive after the run: its last proof, and what this run found."""
+
+    name: str
+    size: int
+    result: str  # of its last record: proven, damaged, unreadable, problem; unproven: none
+    proven_at: datetime.datetime | None  # its last proof that proved it
+    dataset: str | None = None
+    read: bool = False  # read by this run
+    report: FileReport | None = None  # this run's read
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        """Proven, and nothing since said otherwise."""
+        return self.result == "proven" and self.proven_at is not None
+
+
+@dataclass
+class ScrubReport:
+    places: list[str]
+    ledger: Ledger
+    files: list[Scrubbed]
+    read_bytes: int
+    stopped: str | None  # why files due were left for the next run
+    at: datetime.datetime
+    budget: Budget
+
+    def age(self, f: Scrubbed) -> float | None:
+        return None if f.proven_at is None else (self.at - f.proven_at).total_seconds()
+
+    def unproven(self, f: Scrubbed) -> bool:
+        """Never proven, its last proof failed, or older than --max-age."""
+        age = self.age(f)
+        old = self.budget.max_age is not None and age is not None and age >= self.budget.max_age
+        return not f.current or old
+
+    @property
+    def unproven_bytes(self) -> int:
+        return sum(f.size for f in self.files if self.unproven(f))
+
+    @property
+    def oldest_proof_age(self) -> float | None:
+        """The age of the oldest proof, None while any file has no proof that stands."""
+        if not self.files or not all(f.current for f in self.files):
+            return None
+        return max(a for f in self.files if (a := self.age(f)) is not None)
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for f in self.files for p in f.problems]
+
+    @property
+    def exit_code(self) -> int:
+        unread = any(p.kind in UNVERIFIED for p in self.problems)
+        return exitcodes.verdict(unverified=unread, different=bool(self.problems))
+
+
+def scrub(
+    store: Store,
+    ledger: Ledger,
+    budget: Budget,
+    progress: ProgressHook | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ScrubReport:
+    """Prove the files due, in order, within budget (see the module's docstring)."""
+    listed = store.entries()
+    streams = [e for e in listed if _scrubbed(e)]
+    at = datetime.datetime.now(datetime.UTC)
+    latest, proven = ledger.latest(), ledger.last_proven()
+    files = {e.key: _state(e, latest.get(e.key), proven.get(e.key)) for e in streams}
+    due = sorted(
+        (e for e in streams if _due(e, latest.get(e.key), proven.get(e.key), at, budget)),
+        key=lambda e: _order(e, latest.get(e.key), proven.get(e.key)),
+    )
+    start, read, stopped = clock(), 0, None
+    for entry in due:
+        stopped = budget.spent(read, clock() - start)
+        if stopped:
+            break
+        beside = [e for e in listed if _belongs(e.key, entry.key)]
+        report = check.prove_file(store, entry, beside, progress)
+        if report is None:  # a lock file or a send's .partial renamed meanwhile
+            continue
+        read += _size(entry)
+        files[entry.key] = _proved(entry, report, proven.get(entry.key), ledger)
+    return ScrubReport(store.places, ledger, list(files.values()), read, stopped, at, budget)
+
+
+def _scrubbed(e: Entry) -> bool:
+    """A file of the archive a scrub proves (see the module's docstring)."""
+    if e.upload is not None or check.beside_streams(e):
+        return False
+    return not e.key.endswith((names.PARTIAL, *names.WORK_DIRS))
+
+
+def _belongs(key: str, stream: str) -> bool:
+    """A sidecar or parity file of stream."""
+    if key == stream + names.SIDECAR:
+        return True
+    return parity.is_parity(key) and parity.stream_of(key) == stream
+
+
+def _size(e: Entry) -> int:
+    return e.st.st_size if e.st is not None and stat.S_ISREG(e.st.st_mode) else 0
+
+
+def _changed(e: Entry, proven: LedgerRecord | None) -> bool:
+    return proven is not None and _size(e) != proven.size
+
+
+def _order(
+    e: Entry, last: LedgerRecord | None, proven: LedgerRecord | None
+) -> tuple[int, str, str]:
+    """Failed or changed first, then never proven, then the oldest proof first."""
+    if last is None:
+        return (1, "", e.key)
+    if last.result != "proven" or _changed(e, proven) or e.st is None:
+        return (0, "", e.key)
+    return (2, last.time, e.key)
+
+
+def _due(
+    e: Entry,
+    last: LedgerRecord | None,
+    proven: LedgerRecord | None,
+    at: datetime.datetime,
+    budget: Budget,
+) -> bool:
+    if _order(e, last, proven)[0] < 2 or budget.max_age is None or last is None:
+        return True
+    return (at - last.when).total_seconds() >= budget.max_age
+
+
+def _state(e: Entry, last: LedgerRecord | None, proven: LedgerRecord | None) -> Scrubbed:
+    """A file this run does not read: what the ledger says of it."""
+    when = proven.when if proven is not None else None
+    result = "unproven" if last is None else last.result
+    if _changed(e, proven) and result == "proven":
+        result = "unproven"  # its size changed since: the proof is of another file
+    dataset = proven.dataset if proven is not None else None
+    return Scrubbed(e.key, _size(e), result, when if result == "proven" else None, dataset)
+
+
+def _proved(
+    e: Entry,
+    report: FileReport,
+    before: LedgerRecord | None,
+    ledger: Ledger,
+) -> Scrubbed:
+    """Record the proof just made (at once: a run killed later keeps it)."""
+    result = outcome(report)
+    record = record_of(report, _size(e), "scrub", result)
+    problems = list(report.problems)
+    if result == "proven" and before is not None:
+        problems += replaced(report, before)
+    ledger.append([record])
+    when = record.when if result == "proven" else None
+    if result == "proven" and problems:
+        result = "problem"  # proven now, and not the file proven before
+    return Scrubbed(e.key, _size(e), result, when, record.dataset, True, report, problems)
+
+
+def outcome(f: FileReport) -> str:
+    """A proof's result: proven (intact, nothing to say), unreadable (no verdict), damaged
+    (the stream is not intact) or problem (intact, and something about it is wrong: its
+    sidecar, parity, ownership, a resume stream)."""
+    if f.valid:
+        return "proven"
+    if not f.readable or any(p.kind in UNVERIFIED for p in f.problems):
+        return "unreadable"
+    return "damaged" if f.archived is None else "problem"
+
+
+def record_of(f: FileReport, size: int, method: str, result: str) -> LedgerRecord:
+    dataset = from_guid = to_guid = None
+    if f.archived is not None and f.archived.steps:
+        first, last = f.archived.steps[0], f.archived.steps[-1]
+        dataset, from_guid, to_guid = last.dataset, str(first.from_guid), str(last.to_guid)
+    return LedgerRecord(f.name, size, dataset, from_guid, to_guid, f.digest, method, result, now())
+
+
+def replaced(f: FileReport, before: LedgerRecord) -> list[Problem]:
+    """An intact stream that is not the one its last proof proved: replaced or rewritten."""
+    now = record_of(f, before.size, before.method, "proven")
+    what = [
+        label
+        for label, old, new in (
+            ("snapshot GUIDs", (before.from_guid, before.to_guid), (now.from_guid, now.to_guid)),
+            ("digest", before.digest, now.digest),
+        )
+        if old != new
+    ]
+    if not what:
+        return []
+    message = (
+        f"not the stream proven at {before.time} (its {' and '.join(what)} differ): "
+        "replaced or rewritten since"
+    )
+    return [Problem(f.name, "replaced", message)]
+
+
+def write_atomically(path: str, text: str) -> None:
+    """A file others read at any moment (node_exporter's textfile collector): a temporary
+    file beside it, fsync, rename.  Raises ColdError naming path."""
+    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ColdError(f"cannot write {path}: {err.strerror}") from None
