@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.console import zverify
-from zverify.cold import lock
+from tests.stream.streamgen import resign
+from zverify.cold import ledger, lock
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 OLD_FULL = "zv%2Ffs@s1.zfsfull"
 OLD_INC = "zv%2Ffs@s1-@s2.zfsinc"
 SHARED_INC = "zv%2Ffs@s2-@s3.zfsinc"  # from @s2: reachable from both chains
 NEW_FULL = "replicated-s2.zstream"  # not the convention: a -R package ends at the child
+LEDGER = ledger.NAME
 FIXTURE = {
     OLD_FULL: "full_fs_s1.zstream",
     OLD_INC: "incr_fs_s1_s2.zstream",
@@ -49,7 +51,7 @@ def prune(root: Path, *extra: str) -> tuple[int, dict[str, Any]]:
 
 def listing(root: Path) -> list[str]:
     """The archive's entries (zverify's lock files are not)."""
-    return sorted(p.name for p in root.iterdir() if p.name not in lock.FILES)
+    return sorted(p.name for p in root.iterdir() if p.name not in lock.FILES + ledger.FILES)
 
 
 def test_dry_run_lists_the_old_full_and_deletes_nothing(
@@ -125,3 +127,27 @@ def test_an_archive_with_only_a_damaged_file_is_refused_not_ok(tmp_path: Path) -
     text = zverify("cold", "prune", str(root))
     assert text.returncode == 1 and "REFUSED" in text.stdout
     assert (root / OLD_FULL).exists()
+
+
+def test_a_kept_file_rewritten_since_its_ledger_proof_refuses_until_checked(
+    tmp_path: Path,
+) -> None:
+    """The ledger says what each file was when last proven: a kept file that is intact now
+    but not that stream (rewritten behind zverify's back) stops the prune until a check
+    has recorded what is there; prune records its own proofs before deleting."""
+    root = archive(tmp_path, OLD_FULL, OLD_INC, SHARED_INC, NEW_FULL)
+    scrubbed = zverify("cold", "scrub", str(root))  # every file proven, in the ledger
+    assert scrubbed.returncode == 0, scrubbed.stdout + scrubbed.stderr
+    data = bytearray((root / SHARED_INC).read_bytes())
+    data[24] ^= 0x01  # the BEGIN's creation time: the same snapshots, other bytes
+    (root / SHARED_INC).write_bytes(resign(data))
+    before = listing(root)
+    code, ds = prune(root, "--yes")
+    assert code == 1 and ds["refused"] and "replaced or rewritten" in ds["refused"]
+    assert SHARED_INC in ds["refused"] and listing(root) == before
+    checked = zverify("cold", "check", str(root))  # records the stream there now
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    code, ds = prune(root, "--yes")
+    assert code == 0 and ds["deleted"] == [OLD_INC, OLD_FULL]
+    methods = [json.loads(line)["method"] for line in (root / LEDGER).read_text().splitlines()]
+    assert methods.count("prune") == 2 * len(FIXTURE)  # both prunes read every file whole

@@ -37,7 +37,7 @@ from zverify.cold import (
 )  # fmt: skip
 from zverify.cold.check import ArchiveReport, ProgressHook
 from zverify.cold.clean import Leftover
-from zverify.cold.ledger import Ledger
+from zverify.cold.ledger import Ledger, LedgerRecord
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
@@ -236,13 +236,8 @@ def _existing_ledger(store: Store, path: str | None) -> Ledger | None:
 def _record_check(proofs: Ledger, report: ArchiveReport, explicit: bool) -> str:
     """Each file read, recorded; the ledger's summary line.  The archive's own ledger that
     cannot be written (a read-only mount) costs the check nothing but the record: said."""
-    records = [
-        scrub.record_of(f, f.identity.size if f.identity else 0, "check", scrub.outcome(f))
-        for f in report.files
-        if f.kind != "partial"
-    ]
     try:
-        proofs.append(records)
+        proofs.append(_records(report, "check"))
     except ColdError as err:
         if explicit:
             raise
@@ -511,9 +506,13 @@ def prune_chains(
     """Decide from every byte read just now; with yes, act on each decision that may."""
     # with yes, the archive to itself from the proof to the last deletion
     with store.lock("delete" if yes else "read", wait):
+        proofs = _existing_ledger(store, None)  # tampered: refused before reading
         with bars("verifying", None) as hook:
             report = read_archive(store, dataset, _per_file(hook))
         decisions = prune.plan_prune(report, keep_chains)
+        if proofs is not None:  # recorded before anything is deleted
+            _refuse_replaced(proofs, report, decisions)
+            proofs.append(_records(report, "prune"))
         for d in decisions:
             if d.files and d.refused is None:
                 d.refused = prune.locked(store, d)
@@ -524,6 +523,30 @@ def prune_chains(
                     actions[d.dataset] = _prune_one(store, report, d, scratch)
     why_not = prune.blocked(report)
     return Pruned(decisions, actions, yes, why_not, report.all_problems, report.exit_code)
+
+
+def _refuse_replaced(proofs: Ledger, report: ArchiveReport, decisions: list[DatasetPrune]) -> None:
+    """A kept file that is not the stream the ledger last proved was replaced behind
+    zverify's back: its dataset is not pruned until someone has looked (a new check records
+    what is there now)."""
+    files = {f.name: f for f in report.files}
+    last = proofs.last_proven()
+    for d in decisions:
+        if not d.files or d.refused is not None:
+            continue
+        kept = [files[n] for c in d.keep for n in c.files if n in files and n in last]
+        found = [p for f in kept for p in scrub.replaced(f, last[f.name])]
+        if found:
+            d.refused = f"{names.shown(found[0].file)} {found[0].message} (the ledger's proof)"
+
+
+def _records(report: ArchiveReport, method: str) -> list[LedgerRecord]:
+    """A record of each file the report read whole."""
+    return [
+        scrub.record_of(f, f.identity.size if f.identity else 0, method, scrub.outcome(f))
+        for f in report.files
+        if f.kind != "partial"
+    ]
 
 
 def _prune_one(
