@@ -1,6 +1,7 @@
 """`cold restore` planning, verification and its sh script, on the host (no ZFS needed until
 the receives, which tests/zfs/test_cold_send.py runs for real)."""
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,3 +110,21 @@ def test_a_failing_receive_is_an_error_with_its_message(
     fake_receive(monkeypatch, tmp_path, exit_code=1)
     with pytest.raises(ZfsError, match="receive"):
         receive_file(str(cold / "zv%2Ffs@s1.zfsfull"), "tank/r")
+
+
+def test_a_restore_records_what_it_read_in_the_ledger_and_a_dry_run_nothing(
+    cold: Path, tmp_path: Path
+) -> None:
+    scrubbed = zverify("cold", "scrub", str(cold))  # the archive gets its ledger
+    assert scrubbed.returncode == 0, scrubbed.stderr
+    ledger = cold / ".zverify-ledger.jsonl"
+    before = ledger.read_text().splitlines()
+    dry = zverify("cold", "restore", "-n", str(cold), "tank/r")
+    assert dry.returncode == 0, dry.stderr
+    assert ledger.read_text().splitlines() == before  # -n writes nothing at all
+    script = tmp_path / "receive.sh"
+    done = zverify("cold", "restore", "--script", str(script), str(cold), "tank/r")
+    assert done.returncode == 0, done.stderr
+    added = [json.loads(line) for line in ledger.read_text().splitlines()[len(before) :]]
+    assert sorted(r["file"] for r in added) == sorted(FILES)
+    assert {(r["method"], r["result"]) for r in added} == {("restore", "proven")}

@@ -371,12 +371,15 @@ def restore_snapshot(
     repairing = options.repair_first and not options.dry_run  # -n writes nothing at all
     # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
     with store.lock("delete" if repairing else "read", wait):
+        proofs = None if options.dry_run else _existing_ledger(store, None)
         report = read_archive(reading, options.dataset)
         if options.repair_first and options.dry_run:
             for outcome in repair.planned(report, []):  # said, and planned as things are
                 events.repaired(outcome)
         elif repairing and _repair_all(store, report, [], events):
             report = read_archive(store, options.dataset)
+        if proofs is not None:  # what was read whole, before anything is received
+            proofs.append(_records(report, "restore"))
         events.archive_read(report)
         with _hint_repair(store, report), _not_all_read(skipped):
             plan = restore.plan_restore(report, target, snapshot)
