@@ -204,6 +204,23 @@ def test_damage_within_capacity_is_repaired_proven_and_the_original_kept(
     assert f"{FULL}.damaged" not in listing(root)
 
 
+def test_a_repair_records_what_it_read_and_the_rebuilt_file_goes_first_to_scrub(
+    tmp_path: Path,
+) -> None:
+    root = archive(tmp_path, 30)
+    assert run("cold", "scrub", str(root), env=plain_env()).returncode == 0  # its ledger
+    DAMAGE["a zeroed 64 KiB range"](root / FULL)
+    done = run("cold", "repair", "--no-progress", str(root), env=plain_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = (root / ".zverify-ledger.jsonl").read_text().splitlines()
+    repaired = [json.loads(x) for x in lines if json.loads(x)["method"] == "repair"]
+    assert {r["file"]: r["result"] for r in repaired}[FULL] == "damaged"
+    scrubbed = run("cold", "scrub", "--json", "--max-bytes", "1", str(root), env=plain_env())
+    assert scrubbed.returncode == 0, scrubbed.stdout + scrubbed.stderr
+    (first,) = [f["file"] for f in json.loads(scrubbed.stdout)["files"] if f["read"]]
+    assert first == FULL  # its last record is the damage: proven again before all
+
+
 def test_damaged_parity_still_repairs_with_what_is_left(tmp_path: Path) -> None:
     root = archive(tmp_path, 30)
     (volume,) = root.glob(f"{FULL}.vol*.par2")

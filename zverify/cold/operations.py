@@ -629,6 +629,9 @@ def repair_streams(
             outcomes = repair.planned(report, asked)
             judged = repair.judge_damaged(report, []) if remove_damaged else []
             return Repaired(store.shown, outcomes, [], True, judged, not_read(report))
+        proofs = _existing_ledger(store, None)
+        if proofs is not None:  # what was read before repairing (a rebuilt file: next scrub)
+            proofs.append(_records(report, "repair"))
         outcomes = _repair_all(store, report, asked, events)
         judged = repair.judge_damaged(report, outcomes) if remove_damaged else []
         removed = repair.drop_damaged(store, judged)
