@@ -4,13 +4,17 @@ A stand-in `zfs` on PATH replays a real fixture stream and then fails, or sends 
 other than the one planned: failure injection at the command boundary (the real sends are
 in tests/zfs/test_cold_send.py)."""
 
+import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.cold import fakezfs
+from tests.cold.standin import ZfsStandIn, run
+from zverify.cold import ledger
 from zverify.cold.plan import SendPlan
 from zverify.cold.send import send_to_archive
 from zverify.errors import ColdError
@@ -95,3 +99,29 @@ def test_an_existing_partial_is_never_overwritten(
     with pytest.raises(ColdError, match="left by an interrupted send"):
         send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
     assert (cold / "zv%2Ffs@s1.zfsfull.partial").read_bytes() == b"another run"
+
+
+def test_a_send_records_what_it_read_and_the_file_it_wrote_as_check_would(
+    tmp_path: Path,
+) -> None:
+    """With a ledger, send records the archive it read whole and its own proof of the new
+    file; a check after it records the same stream (no `replaced` for a scrub to find)."""
+    standin = ZfsStandIn(tmp_path / "standin")
+    standin.source("zv/fs", {"s1": "full_fs_s1.zstream", "s2": "incr_fs_s1_s2.zstream"})
+    env, cold = standin.env(), tmp_path / "cold"
+    cold.mkdir()
+    shutil.copy(STREAMS / "full_fs_s1.zstream", cold / "zv%2Ffs@s1.zfsfull")
+    assert run("cold", "scrub", str(cold), env=env).returncode == 0  # the archive's ledger
+    sent = run("cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env)
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    assert run("cold", "check", str(cold), env=env).returncode == 0
+    records = [json.loads(x) for x in (cold / ledger.NAME).read_text().splitlines()]
+    new = "zv%2Ffs@s1-@s2.zfsinc"
+    by_send = [(r["file"], r["result"]) for r in records if r["method"] == "send"]
+    assert by_send == [("zv%2Ffs@s1.zfsfull", "proven"), (new, "proven")]
+    sent_proof, checked = (
+        next(r for r in records if r["file"] == new and r["method"] == m) for m in ("send", "check")
+    )
+    same = ("size", "dataset", "from_guid", "to_guid", "digest")
+    assert {k: sent_proof[k] for k in same} == {k: checked[k] for k in same}
+    assert sent_proof["digest"] is not None

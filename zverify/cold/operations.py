@@ -301,7 +301,10 @@ def send_next(
     # the new file goes into the first place (a bucket is one)
     into: Store | str = store.places[0] if isinstance(store, LocalStore) else store
     with store.lock("read" if options.dry_run else "write", max(0.0, wait)):
+        proofs = None if options.dry_run else _existing_ledger(store, None)
         archive = read_archive(store, dataset)
+        if proofs is not None:
+            proofs.append(_records(archive, "send"))
         events.archive_read(archive)
         chosen = plan_send(
             archive.plans.get(dataset),
@@ -329,6 +332,9 @@ def send_next(
                         percent, options.compress,
                     )
                 )  # fmt: skip
+            proof = result.files[-1].proof
+            if proofs is not None and proof is not None:
+                proofs.append([proof])
     return result
 
 

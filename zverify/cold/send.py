@@ -29,8 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zverify.cold import entries, lock, names, protect, sidecar
+from zverify.cold import entries, ledger, lock, names, protect, sidecar
+from zverify.cold.check import stream_digest
 from zverify.cold.entries import Identity
+from zverify.cold.ledger import LedgerRecord
 from zverify.cold.plan import SendPlan
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, refuse_existing
 from zverify.errors import ColdError, ZfsError, ZverifyError
@@ -51,6 +53,7 @@ class SentFile:
     keeper: str  # what keeps the base of the next incremental: a bookmark or a held snapshot
     compression: str | None = None  # --compress: bytes is then the stream's size
     file_bytes: int | None = None  # with compression: the file's
+    proof: LedgerRecord | None = None  # the proof the send made of it, for the ledger
 
 
 def send_to_archive(
@@ -111,7 +114,17 @@ def send_to_archive(
         raise ColdError(f"{sent}, but {what} {dataset}@{plan.to.name} failed: {err}") from None
     if missing:
         raise ColdError(f"{sent} and kept by {keeper}, but {missing}")
-    return SentFile(name, report.size, digest, keeper, report.compression, report.file_bytes)
+    proof = _proof(name, dataset, report)
+    return SentFile(name, report.size, digest, keeper, report.compression, report.file_bytes, proof)
+
+
+def _proof(name: str, dataset: str, report: StreamReport) -> LedgerRecord:
+    """The send's proof of the file it wrote, as check would record it."""
+    first, last = report.substreams[0], report.substreams[-1]
+    size = report.file_bytes if report.file_bytes is not None else report.size
+    guids = str(first.fromguid), str(last.toguid)
+    digest = stream_digest(report)
+    return LedgerRecord(name, size, dataset, *guids, digest, "send", "proven", ledger.now())
 
 
 @dataclass(frozen=True)
