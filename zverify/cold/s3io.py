@@ -5,7 +5,7 @@ after a dropped connection for as long as each gets further; its error says why 
 short, its damaged that the body failed the checksum the server stored at upload.
 
 Upload: a pipe whose bytes a thread cuts into parts of a multipart upload (growing, so that
-a stream of unknown length can reach S3's 5 TiB object), each sent with its SHA-256 (a part
+a stream of unknown length can reach S3's 5 TiB object), each sent with its CRC-32 (a part
 damaged on the way is refused); commit() completes it, never over an existing object, and
 proves what the server stored; discard() aborts it.
 """
@@ -17,6 +17,7 @@ import os
 import queue
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,12 @@ RESUMES = 5  # ranged GETs in a row that read nothing, before a read is given up
 FIRST_PART = 8 << 20  # parts grow: 8 MiB x 1000, 16 MiB x 1000, ... reach S3's 5 TiB object
 MAX_PART = 5 << 30
 CHUNK = 1 << 20
+# Each part goes with its CRC-32: every S3 server takes it, it costs a fraction of a SHA-256
+# (zlib's, which releases the GIL), and the server refuses a part whose bytes do not match it
+# (BadDigest).  The object then reports the composite: the CRC-32 of the parts' CRC-32s, "-N".
+ALGORITHM = "CRC32"
+FIELD = "ChecksumCRC32"  # the parameter, the response's and HEAD's field
+SIDECAR_KEY = "s3_checksum_crc32"  # --depth metadata holds the object to it
 
 
 def part_size(number: int) -> int:
@@ -100,7 +107,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 class Upload:
     """A new object written as a multipart upload fed through a pipe (fd): parts are sent as
-    they fill, each with its SHA-256 (a part corrupted on the way is refused by the server);
+    they fill, each with its CRC-32 (a part corrupted on the way is refused by the server);
     commit() completes the upload (never over an existing object) and proves that the object
     stored is every byte written; discard() aborts it, leaving nothing that counts."""
 
@@ -115,7 +122,7 @@ class Upload:
         self._bucket, self._object = bucket, prefix + key
         try:
             self._upload = client.create_multipart_upload(
-                Bucket=bucket, Key=self._object, ChecksumAlgorithm="SHA256", **kind
+                Bucket=bucket, Key=self._object, ChecksumAlgorithm=ALGORITHM, **kind
             )["UploadId"]
         except errors() as err:
             raise ColdError(f"cannot start the upload of {names.shown(key)}: {why(err)}") from None
@@ -166,16 +173,24 @@ class Upload:
                 self.error = f"uploading part {item[0]}: {said}"
 
     def _upload_part(self, number: int, part: bytes) -> dict[str, Any]:
-        checksum = base64.b64encode(hashlib.sha256(part).digest()).decode()
+        """Send the part with its CRC-32, which the server verifies.  botocore computes it
+        from the part and puts it where `aws s3 cp` does: in a header, or over https in a
+        trailer, which spares the part a SHA-256 of its payload for the signature.  The
+        server says what it received; one that does not gets the part's CRC-32 computed
+        here (complete_multipart_upload lists each part's)."""
         answer = self.client.upload_part(
             Bucket=self._bucket,
             Key=self._object,
             UploadId=self._upload,
             PartNumber=number,
             Body=part,
-            ChecksumSHA256=checksum,
+            ChecksumAlgorithm=ALGORITHM,
         )
-        return {"PartNumber": number, "ETag": answer["ETag"], "ChecksumSHA256": checksum}
+        return {
+            "PartNumber": number,
+            "ETag": answer["ETag"],
+            FIELD: answer.get(FIELD) or _crc32(part),
+        }
 
     def sync(self) -> None:
         """Every byte written is uploaded (the pipe closed, the threads done); raises
@@ -200,14 +215,14 @@ class Upload:
         return self._digest.hexdigest()
 
     def sidecar_digests(self) -> dict[str, str]:
-        """The composite SHA-256 the bucket reports of the object (--depth metadata holds it
+        """The composite CRC-32 the bucket reports of the object (--depth metadata holds it
         to the sidecar) and the stream's XXH3-128: S3's XXHASH128 of it, `xxhsum -H2`."""
-        return {"s3_checksum_sha256": self.composite(), "xxh3_128": self._xxh.hexdigest()}
+        return {SIDECAR_KEY: self.composite(), "xxh3_128": self._xxh.hexdigest()}
 
     def composite(self) -> str:
-        """S3's composite SHA-256 of the parts: what the stored object must report."""
-        joined = b"".join(base64.b64decode(p["ChecksumSHA256"]) for p in self._parts)
-        return base64.b64encode(hashlib.sha256(joined).digest()).decode() + f"-{len(self._parts)}"
+        """S3's composite CRC-32 of the parts: what the stored object must report."""
+        joined = b"".join(base64.b64decode(p[FIELD]) for p in self._parts)
+        return _crc32(joined) + f"-{len(self._parts)}"
 
     def commit(self) -> None:
         """Complete the upload (If-None-Match: never over an object that appeared meanwhile)
@@ -256,14 +271,14 @@ class Upload:
                 stored = self.client.head_object(**args)
         except errors() as err:
             return f"{names.shown(self.key)} was uploaded but cannot be asked ({why(err)})"
-        said = stored.get("ChecksumSHA256")
+        said = stored.get(FIELD)
         # AWS writes a composite as DIGEST-PARTS; some servers leave out the -PARTS
         if said and said.partition("-")[0] == self.composite().partition("-")[0]:
             said = self.composite()
         if stored.get("ContentLength") != self.size or (said and said != self.composite()):
             return (
                 f"{names.shown(self.key)} as stored ({stored.get('ContentLength')} bytes, "
-                f"SHA-256 {said}) is not what was sent ({self.size} bytes, {self.composite()})"
+                f"CRC-32 {said}) is not what was sent ({self.size} bytes, {self.composite()})"
             )
         return None
 
@@ -284,6 +299,11 @@ class Upload:
             )
         self._upload = ""
         return None
+
+
+def _crc32(data: bytes) -> str:
+    """S3's CRC-32 of data: zlib's, big-endian, in base64."""
+    return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
 
 
 def _read_part(fd: int, size: int) -> bytes | None:
