@@ -430,7 +430,7 @@ def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
         view = view[os.write(w.fd, view[: 1 << 20]) :]
     w.sync()
     assert w.stored_size() == len(data)
-    assert w.stored_sha256() == hashlib.sha256(data).hexdigest()
+    assert w.stored_sha256() is None  # a bucket's sidecar has the digests below instead
     w.commit()
     head = s3env.client.head_object(
         Bucket=s3env.bucket, Key="archive/big.zfsfull", ChecksumMode="ENABLED"

@@ -13,7 +13,6 @@ proves what the server stored; discard() aborts it.
 import base64
 import contextlib
 import fcntl
-import hashlib
 import os
 import queue
 import threading
@@ -136,7 +135,6 @@ class Upload:
         r, self.fd = os.pipe()
         _widen(r)
         self._parts: list[dict[str, Any]] = []
-        self._digest = hashlib.sha256()
         self._xxh = new_xxh3()
         self.size = 0
         self.error: str | None = None
@@ -155,7 +153,6 @@ class Upload:
                 part = _read_part(r, part_size(number))
                 if part is None:
                     return
-                self._digest.update(part)
                 self._xxh.update(part)
                 self.size += len(part)
                 self._queue.put((number, part))
@@ -220,9 +217,11 @@ class Upload:
         self.sync()
         return self.size
 
-    def stored_sha256(self) -> str:
+    def stored_sha256(self) -> None:
+        """None: a bucket stream's SHA-256 is not computed.  It took a sixth of the client's
+        CPU, and nothing needs it: the server verified every part's CRC-32, commit() proves
+        the object's composite of them, and the sidecar keeps that and the XXH3-128."""
         self.sync()
-        return self._digest.hexdigest()
 
     def sidecar_digests(self) -> dict[str, str]:
         """The composite CRC-32 the bucket reports of the object (--depth metadata holds it
