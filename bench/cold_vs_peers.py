@@ -121,8 +121,10 @@ def bucket_run(vm: ZfsVM, zverify: str, repeat: int) -> int:
         times["peer get"].append(timed(vm, get, env))
         times["cold check"].append(timed(vm, f"{zverify} cold check -q s3://{name}/z", env))
         vm.run(["zfs", "destroy", "src/data#zverify-bench"])
-    stream = f"{guest.BACKEND}/bench0/z/src%2Fdata@bench.zfsfull"
-    size = int(vm.run(["stat", "-c", "%s", stream], check=True).stdout)
+        stream = f"{guest.BACKEND}/{name}/z/src%2Fdata@bench.zfsfull"
+        size = int(vm.run(["stat", "-c", "%s", stream], check=True).stdout)
+        # the guest's root file system holds the backend: two copies per round fill it
+        vm.run(["rm", "-rf", f"{guest.BACKEND}/{name}/p", f"{guest.BACKEND}/{name}/z"])
     best = {k: min(v) for k, v in times.items()}
     print(f"zverify cold on a bucket vs boto3: {size / 2**20:.0f} MiB stream, {vm.accel}, "
           f"versitygw in the guest, best of {repeat}")  # fmt: skip

@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
@@ -296,18 +297,32 @@ def test_a_read_that_keeps_breaking_off_is_not_verified_never_damaged(s3env: S3E
     assert "unreadable" in kinds and "damaged" not in kinds
 
 
-def with_sidecar(env: S3Env, key: str, stream: str, size: int | None = None) -> bytes:
-    """The stream PUT with its SHA-256, and a sidecar of the form `cold send` writes into a
+# the checksum a sidecar records of its object, by algorithm: CRC-32 as `cold send` writes
+# it now, SHA-256 as it did before (such sidecars are still held to their objects)
+DIGESTS = {
+    "crc32": lambda data: zlib.crc32(data).to_bytes(4, "big"),
+    "sha256": lambda data: hashlib.sha256(data).digest(),
+}
+
+
+def put(env: S3Env, key: str, data: bytes, algorithm: str) -> None:
+    env.client.put_object(
+        Bucket=env.bucket, Key=f"archive/{key}", Body=data, ChecksumAlgorithm=algorithm.upper()
+    )
+
+
+def with_sidecar(
+    env: S3Env, key: str, stream: str, size: int | None = None, algorithm: str = "crc32"
+) -> bytes:
+    """The stream PUT with its checksum, and a sidecar of the form `cold send` writes into a
     bucket (the size, and the checksum S3 must report) beside it."""
     data = (STREAMS / stream).read_bytes()
-    env.client.put_object(
-        Bucket=env.bucket, Key=f"archive/{key}", Body=data, ChecksumAlgorithm="SHA256"
-    )
+    put(env, key, data, algorithm)
     doc = {
         "dataset": "zv/fs",
         "kind": "full",
         "bytes": len(data) if size is None else size,
-        "s3_checksum_sha256": base64.b64encode(hashlib.sha256(data).digest()).decode(),
+        f"s3_checksum_{algorithm}": base64.b64encode(DIGESTS[algorithm](data)).decode(),
     }
     env.client.put_object(
         Bucket=env.bucket, Key=f"archive/{key}.json", Body=json.dumps(doc).encode()
@@ -315,17 +330,18 @@ def with_sidecar(env: S3Env, key: str, stream: str, size: int | None = None) -> 
     return data
 
 
+@pytest.mark.parametrize("algorithm", sorted(DIGESTS))
 def test_depth_metadata_compares_size_and_stored_checksum_and_says_it_read_nothing(
-    s3env: S3Env,
+    s3env: S3Env, algorithm: str
 ) -> None:
-    with_sidecar(s3env, "fs@s1.zfs", "full_fs_s1.zstream")
+    with_sidecar(s3env, "fs@s1.zfs", "full_fs_s1.zstream", algorithm=algorithm)
     r = zverify("cold", "check", "--depth", "metadata", s3env.url)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no stream byte read" in r.stdout and "not proven" in r.stdout
     report = check(s3env, "--depth", "metadata", expect=0)
     assert report["depth"] == "metadata" and report["datasets"] == []
     (f,) = report["files"]
-    assert f["stored"]["compared"] == ["size", "checksum_sha256"]
+    assert f["stored"]["compared"] == ["size", f"checksum_{algorithm}"]
     # a byte rotted at rest: the metadata cannot see it, and does not claim the content
     path = s3env.server.backend_file(s3env.bucket, "archive/fs@s1.zfs")
     data = bytearray(path.read_bytes())
@@ -335,15 +351,17 @@ def test_depth_metadata_compares_size_and_stored_checksum_and_says_it_read_nothi
     assert check(s3env, expect=1)["depth"] == "full"  # only a full read finds it
 
 
-def test_depth_metadata_finds_an_object_replaced_by_one_of_the_same_size(s3env: S3Env) -> None:
-    data = bytearray(with_sidecar(s3env, "fs@s1.zfs", "full_fs_s1.zstream"))
+@pytest.mark.parametrize("algorithm", sorted(DIGESTS))
+def test_depth_metadata_finds_an_object_replaced_by_one_of_the_same_size(
+    s3env: S3Env, algorithm: str
+) -> None:
+    data = bytearray(with_sidecar(s3env, "fs@s1.zfs", "full_fs_s1.zstream", algorithm=algorithm))
     data[1000] ^= 1
-    s3env.client.put_object(
-        Bucket=s3env.bucket, Key="archive/fs@s1.zfs", Body=bytes(data), ChecksumAlgorithm="SHA256"
-    )
+    put(s3env, "fs@s1.zfs", bytes(data), algorithm)
     report = check(s3env, "--depth", "metadata", expect=1)
     (problem,) = problems(report)
-    assert problem["kind"] == "damaged" and "SHA-256" in problem["message"]
+    shown = {"crc32": "CRC-32", "sha256": "SHA-256"}[algorithm]
+    assert problem["kind"] == "damaged" and shown in problem["message"]
 
 
 def test_depth_metadata_of_a_wrong_size_is_damage_and_of_no_sidecar_unproven(
@@ -412,15 +430,17 @@ def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
         view = view[os.write(w.fd, view[: 1 << 20]) :]
     w.sync()
     assert w.stored_size() == len(data)
-    assert w.stored_sha256() == hashlib.sha256(data).hexdigest()
+    assert w.stored_sha256() is None  # a bucket's sidecar has the digests below instead
     w.commit()
     head = s3env.client.head_object(
         Bucket=s3env.bucket, Key="archive/big.zfsfull", ChecksumMode="ENABLED"
     )
     said = w.sidecar_digests()
-    assert (
-        head["ChecksumSHA256"] == said["s3_checksum_sha256"] and head["ChecksumSHA256"][-2:] == "-3"
-    )
+    # S3's composite of parts of 8 MiB, 8 MiB and the rest, computed here from the bytes
+    parts = [data[:FIRST_PART], data[FIRST_PART : 2 * FIRST_PART], data[2 * FIRST_PART :]]
+    inner = b"".join(DIGESTS["crc32"](p) for p in parts)
+    composite = base64.b64encode(DIGESTS["crc32"](inner)).decode() + "-3"
+    assert head["ChecksumCRC32"] == said["s3_checksum_crc32"] == composite
     assert said["xxh3_128"] == xxhash.xxh3_128(data).hexdigest()
     got = s3env.client.get_object(Bucket=s3env.bucket, Key="archive/big.zfsfull")["Body"].read()
     assert got == data

@@ -13,6 +13,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def upload_parts(env: S3Env, key: str, parts: list[bytes], **create: Any) -> tup
             Bucket=env.bucket, Key=key, UploadId=upload, PartNumber=number, Body=body, **extra
         )
         done.append({"PartNumber": number, "ETag": r["ETag"]})
-        for name in ("ChecksumSHA256", "ChecksumXXHASH128"):
+        for name in ("ChecksumCRC32", "ChecksumSHA256", "ChecksumXXHASH128"):
             if name in r:
                 done[-1][name] = r[name]
     return upload, done
@@ -103,6 +104,49 @@ def test_multipart_sha256_composite(s3env: S3Env) -> None:
     )
     assert attrs["Checksum"] == {"ChecksumSHA256": expected, "ChecksumType": "COMPOSITE"}
     assert attrs["ObjectSize"] == sum(map(len, parts))
+
+
+def crc32(data: bytes) -> str:
+    """S3's ChecksumCRC32: zlib's CRC-32, big-endian, base64."""
+    return b64(zlib.crc32(data).to_bytes(4, "big"))
+
+
+def test_multipart_crc32_composite(s3env: S3Env) -> None:
+    """v1.8.0 (as AWS): a CRC32 multipart upload is COMPOSITE by default: the CRC-32 of the
+    parts' CRC-32s (4 bytes each, big-endian), "-N"; each UploadPart answer names the CRC-32
+    the server verified, which is the part's.  `cold send` proves its objects by this."""
+    parts = [os.urandom(5 * MIB), os.urandom(5 * MIB), os.urandom(99)]
+    upload, done = upload_parts(s3env, "archive/mc", parts, ChecksumAlgorithm="CRC32")
+    assert [p["ChecksumCRC32"] for p in done] == [crc32(p) for p in parts]
+    s3env.client.complete_multipart_upload(
+        Bucket=s3env.bucket, Key="archive/mc", UploadId=upload, MultipartUpload={"Parts": done}
+    )
+    inner = b"".join(zlib.crc32(p).to_bytes(4, "big") for p in parts)
+    head = s3env.client.head_object(Bucket=s3env.bucket, Key="archive/mc", ChecksumMode="ENABLED")
+    assert (head["ChecksumCRC32"], head["ChecksumType"]) == (f"{crc32(inner)}-3", "COMPOSITE")
+    assert "ChecksumSHA256" not in head
+
+
+def test_part_with_wrong_crc32_is_refused(s3env: S3Env) -> None:
+    """v1.8.0: a part whose bytes do not match the CRC-32 sent with it is BadDigest, HTTP
+    400, and is not stored: a part damaged between `cold send` and the disk never counts."""
+    c, bucket = s3env.client, s3env.bucket
+    upload = c.create_multipart_upload(Bucket=bucket, Key="archive/pc", ChecksumAlgorithm="CRC32")
+    body = bytearray(os.urandom(5 * MIB))
+    sent = crc32(bytes(body))
+    body[12345] ^= 0x10  # one bit flipped on the way
+    part = refusal(
+        c.upload_part,
+        Bucket=bucket,
+        Key="archive/pc",
+        UploadId=upload["UploadId"],
+        PartNumber=1,
+        Body=bytes(body),
+        ChecksumCRC32=sent,
+    )
+    assert part == ("BadDigest", 400)
+    listed = c.list_parts(Bucket=bucket, Key="archive/pc", UploadId=upload["UploadId"])
+    assert listed.get("Parts", []) == []
 
 
 def test_parts_of_a_completed_upload(s3env: S3Env) -> None:

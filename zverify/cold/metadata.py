@@ -4,7 +4,7 @@ stored checksums, storage classes, versions and locks are compared and reported,
 a stream's content nor its chain is proven, and the verdict says so.
 
 A stream with no sidecar is `unproven` (exit 2): at this depth nothing says what it holds.  A
-size or a stored SHA-256 other than its sidecar's is `damaged` (exit 1): the object is not the
+size or a stored checksum other than its sidecar's is `damaged` (exit 1): the object is not the
 one that was sent.  A server that keeps no checksum leaves only the size compared, and each
 file's `stored` facts say which were.
 """
@@ -27,7 +27,9 @@ from zverify.cold.store import Entry, Store
 
 DEPTH = "metadata"
 CONCURRENT = 16  # requests in flight (boto3's default pool holds 10 connections: see s3.py)
-CHECKSUM = "s3_checksum_sha256"  # the sidecar's key for the composite SHA-256 of a bucket send
+# the algorithms of the composite a bucket send records in its sidecar (s3_checksum_ALG) and
+# HEAD reports (stored()'s checksum_ALG): CRC-32 since parts carry it, SHA-256 before
+CHECKSUMS = {"crc32": "CRC-32", "sha256": "SHA-256"}
 
 
 def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
@@ -89,16 +91,20 @@ def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
 def _against(
     name: str, size: int, stored: dict[str, object], doc: dict[str, object]
 ) -> list[Problem]:
-    """How the object disagrees with its sidecar: its size, its stored checksum."""
+    """How the object disagrees with its sidecar: its size, its stored checksum (of each
+    algorithm both the sidecar and the server name)."""
     found = []
     want = doc.get("file_bytes", doc.get("bytes"))
     if want != size:
         found.append(Problem(name, "damaged", f"holds {size:,} bytes, its sidecar says {want}"))
-    said, kept = doc.get(CHECKSUM), stored.get("checksum_sha256")
-    stored["compared"] = ["size"] + (["checksum_sha256"] if said and kept else [])
-    if said and kept and said != kept:
-        message = (
-            f"the server's SHA-256 of it is {kept}, its sidecar says {said}: not what was sent"
-        )
-        found.append(Problem(name, "damaged", message))
+    compared = ["size"]
+    for algorithm, shown in CHECKSUMS.items():
+        said, kept = doc.get(f"s3_checksum_{algorithm}"), stored.get(f"checksum_{algorithm}")
+        if not (said and kept):
+            continue
+        compared.append(f"checksum_{algorithm}")
+        if said != kept:
+            message = f"the server's {shown} of it is {kept}, its sidecar says {said}"
+            found.append(Problem(name, "damaged", message + ": not what was sent"))
+    stored["compared"] = compared
     return found

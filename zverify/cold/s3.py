@@ -376,8 +376,9 @@ class S3Store:
             raise ColdError(f"thawing {names.shown(key)} failed: {why(err)}") from None
 
     def stored(self, key: str) -> dict[str, object]:
-        """What HEAD says of the version listed: its stored SHA-256 (composite for a
-        multipart upload), storage class, version and lock.  Raises OSError."""
+        """What HEAD says of the version listed: its stored CRC-32 and SHA-256, each named
+        by its algorithm (either may be None; composite "...-N" for a multipart upload),
+        storage class, version and lock.  Raises OSError."""
         listed = self._listed[key]
         args = self._naming(key, listed)
         try:
@@ -386,6 +387,7 @@ class S3Store:
             raise OSError(errno.EIO, why(err)) from None
         until = head.get("ObjectLockRetainUntilDate")
         return {
+            "checksum_crc32": head.get("ChecksumCRC32"),
             "checksum_sha256": head.get("ChecksumSHA256"),
             "storage_class": head.get("StorageClass") or listed.storage_class or "STANDARD",
             "version": listed.version,

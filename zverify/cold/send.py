@@ -49,7 +49,7 @@ FLAGS = {"raw": "-w", "compressed": "-c", "large_block": "-L", "embed": "-e"}
 class SentFile:
     name: str
     bytes: int
-    sha256: str
+    sha256: str | None  # of the file as stored; None in a bucket (its sidecar has XXH3-128)
     keeper: str  # what keeps the base of the next incremental: a bookmark or a held snapshot
     compression: str | None = None  # --compress: bytes is then the stream's size
     file_bytes: int | None = None  # with compression: the file's
@@ -276,7 +276,7 @@ def _write_sidecar(
     plan: SendPlan,
     argv: list[str],
     report: StreamReport,
-    digest: str,
+    digest: str | None,
     digests: dict[str, str] | None = None,
 ) -> str | None:
     """NAME.json (zverify.cold.sidecar), by the same exclusive .partial and rename as the

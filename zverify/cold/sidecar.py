@@ -26,10 +26,11 @@ def document(
     plan: SendPlan,
     argv: list[str],
     report: StreamReport,
-    digest: str,
+    digest: str | None,
     zfs_version: list[str],
 ) -> dict[str, object]:
-    """The sidecar of a stream just proven: report is its scan, digest its stored SHA-256."""
+    """The sidecar of a stream just proven: report is its scan, digest its stored SHA-256
+    (for `sha256sum`; None in a bucket, where the stream's own digests are added instead)."""
     first, last = report.substreams[0], report.substreams[-1]
     return {
         "dataset": dataset,
@@ -42,7 +43,7 @@ def document(
         "incremental",
         "bytes": report.size,
         **_packed(report),
-        "sha256": digest,
+        **({"sha256": digest} if digest is not None else {}),
         "command": ["zfs", *argv],
         "created": int(time.time()),
         "zfs_version": zfs_version,

@@ -604,7 +604,7 @@ def _sent_doc(f: SentFile, r: Sent) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "file": _name(f.name),
         "bytes": f.bytes,
-        "sha256": f.sha256,
+        **({"sha256": f.sha256} if f.sha256 is not None else {}),
         kept_by: f.keeper,
         "parity_percent": r.parity_percent,
     }
