@@ -186,6 +186,7 @@ def test_nobody_reads_or_writes_while_a_prune_deletes(tmp_path: Path, zfs: ZfsSt
         zfs.wait_started("receive")
         for args in (
             ["check", str(cold)],
+            ["scrub", str(cold)],
             ["restore", "--dry-run", "--dataset", "zv/fs", str(cold), "tank/r"],
             ["clean", str(cold)],
         ):
@@ -280,3 +281,32 @@ def test_a_read_only_archive_is_read_without_a_lock_and_never_written(tmp_path: 
             )
     finally:
         subprocess.run(["umount", str(cold)], check=True)
+
+
+def test_a_scrub_beside_a_send_reads_what_is_there_and_both_record(
+    tmp_path: Path, zfs: ZfsStandIn
+) -> None:
+    """A scrub is a reader: it runs beside a send (which only adds), never reads the send's
+    .partial, and both append to one ledger whose chain stays intact."""
+    cold = archive(tmp_path, {FULL_S1: "full_fs_s1.zstream"})
+    env = zfs.env()
+    assert run("cold", "scrub", str(cold), env=env).returncode == 0  # the archive's ledger
+    zfs.hold("send")
+    sending = start(
+        "cold", "send", "--no-progress", "--no-intermediate", "zv/fs", str(cold), env=env
+    )
+    try:
+        zfs.wait_started("send")
+        scrubbed = run("cold", "scrub", "--json", str(cold), env=env)
+        assert scrubbed.returncode == 0, scrubbed.stdout + scrubbed.stderr
+        assert [f["file"] for f in json.loads(scrubbed.stdout)["files"]] == [FULL_S1]
+    finally:
+        zfs.release()
+        code, out, err = finish(sending)
+        end_group(sending)
+    assert code == 0, out + err
+    checked = run("cold", "check", str(cold), env=env)
+    assert checked.returncode == 0 and "chain intact" in checked.stdout, checked.stdout
+    records = [json.loads(x) for x in (cold / ".zverify-ledger.jsonl").read_text().splitlines()]
+    assert {r["method"] for r in records} == {"scrub", "send", "check"}
+    assert INC_S1_S2 in {r["file"] for r in records if r["method"] == "send"}
