@@ -145,9 +145,12 @@ def test_a_kept_file_rewritten_since_its_ledger_proof_refuses_until_checked(
     code, ds = prune(root, "--yes")
     assert code == 1 and ds["refused"] and "replaced or rewritten" in ds["refused"]
     assert SHARED_INC in ds["refused"] and listing(root) == before
-    checked = zverify("cold", "check", str(root))  # records the stream there now
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    code, ds = prune(root, "--yes")  # its own record of the file is no new proof
+    assert code == 1 and SHARED_INC in ds["refused"] and listing(root) == before
+    checked = zverify("cold", "check", str(root))  # says so once, records the stream there now
+    assert checked.returncode == 1 and f"replaced       {SHARED_INC}" in checked.stdout
     code, ds = prune(root, "--yes")
     assert code == 0 and ds["deleted"] == [OLD_INC, OLD_FULL]
     methods = [json.loads(line)["method"] for line in (root / LEDGER).read_text().splitlines()]
-    assert methods.count("prune") == 2 * len(FIXTURE)  # both prunes read every file whole
+    assert methods.count("prune") == 3 * len(FIXTURE)  # each prune read every file whole
+    assert methods.count("check") == len(FIXTURE)

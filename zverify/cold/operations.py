@@ -217,7 +217,9 @@ def check_places(
         proofs = _existing_ledger(store, ledger_path)  # tampered: refused before reading
         report = read_archive(store, dataset, _per_file(hook))
         if proofs is not None:
-            report.ledger = _record_check(proofs, report, explicit=ledger_path is not None)
+            records = _records(report, "check")  # what was proven, before any doubt is added
+            _flag_replaced(proofs, report)
+            report.ledger = _record_check(proofs, records, explicit=ledger_path is not None)
     if not report.plans and not report.all_problems:
         report.problems.append(check.nothing_found(report, dataset))
     return report
@@ -233,11 +235,20 @@ def _existing_ledger(store: Store, path: str | None) -> Ledger | None:
     return Ledger.open(own) if os.path.lexists(own) else None
 
 
-def _record_check(proofs: Ledger, report: ArchiveReport, explicit: bool) -> str:
+def _flag_replaced(proofs: Ledger, report: ArchiveReport) -> None:
+    """An intact file that is not the stream the ledger last proved under its name is
+    `replaced` (exit 1), once: this check records what is there now."""
+    last = proofs.last_proven()
+    for f in report.files:
+        if f.valid and f.name in last:
+            f.problems += scrub.replaced(f, last[f.name])
+
+
+def _record_check(proofs: Ledger, records: list[LedgerRecord], explicit: bool) -> str:
     """Each file read, recorded; the ledger's summary line.  The archive's own ledger that
     cannot be written (a read-only mount) costs the check nothing but the record: said."""
     try:
-        proofs.append(_records(report, "check"))
+        proofs.append(records)
     except ColdError as err:
         if explicit:
             raise
@@ -520,8 +531,8 @@ def prune_chains(
             report = read_archive(store, dataset, _per_file(hook))
         decisions = prune.plan_prune(report, keep_chains)
         if proofs is not None:  # recorded before anything is deleted
-            _refuse_replaced(proofs, report, decisions)
-            proofs.append(_records(report, "prune"))
+            rewritten = _refuse_replaced(proofs, report, decisions)
+            proofs.append(_records(report, "prune", rewritten))
         for d in decisions:
             if d.files and d.refused is None:
                 d.refused = prune.locked(store, d)
@@ -534,25 +545,38 @@ def prune_chains(
     return Pruned(decisions, actions, yes, why_not, report.all_problems, report.exit_code)
 
 
-def _refuse_replaced(proofs: Ledger, report: ArchiveReport, decisions: list[DatasetPrune]) -> None:
+def _refuse_replaced(
+    proofs: Ledger, report: ArchiveReport, decisions: list[DatasetPrune]
+) -> set[str]:
     """A kept file that is not the stream the ledger last proved was replaced behind
-    zverify's back: its dataset is not pruned until someone has looked (a new check records
-    what is there now)."""
-    files = {f.name: f for f in report.files}
+    zverify's back: its dataset is not pruned until a check or scrub has said so and
+    recorded what is there now (prune records it as a problem, never as the new proof).
+    Returns the names of such files."""
     last = proofs.last_proven()
+    found = {
+        f.name: problems
+        for f in report.files
+        if f.valid and f.name in last and (problems := scrub.replaced(f, last[f.name]))
+    }
     for d in decisions:
-        if not d.files or d.refused is not None:
-            continue
-        kept = [files[n] for c in d.keep for n in c.files if n in files and n in last]
-        found = [p for f in kept for p in scrub.replaced(f, last[f.name])]
-        if found:
-            d.refused = f"{names.shown(found[0].file)} {found[0].message} (the ledger's proof)"
+        kept = [n for c in d.keep for n in c.files if n in found]
+        if d.files and d.refused is None and kept:
+            p = found[kept[0]][0]
+            d.refused = f"{names.shown(p.file)} {p.message} (the ledger's proof)"
+    return set(found)
 
 
-def _records(report: ArchiveReport, method: str) -> list[LedgerRecord]:
-    """A record of each file the report read whole."""
+def _records(
+    report: ArchiveReport, method: str, doubted: Collection[str] = ()
+) -> list[LedgerRecord]:
+    """A record of each file the report read whole (doubted ones: a problem, not a proof)."""
     return [
-        scrub.record_of(f, f.identity.size if f.identity else 0, method, scrub.outcome(f))
+        scrub.record_of(
+            f,
+            f.identity.size if f.identity else 0,
+            method,
+            "problem" if f.name in doubted else scrub.outcome(f),
+        )
         for f in report.files
         if f.kind != "partial"
     ]
