@@ -471,3 +471,23 @@ def test_a_server_that_cannot_thaw_says_so_in_one_line(s3env: S3Env) -> None:
     assert store.frozen() == []  # versitygw keeps every object STANDARD
     with pytest.raises(ColdError, match=r"thawing fs@s1\.zfs failed: NotImplemented"):
         store.thaw("fs@s1.zfs", 1, "Standard")
+
+
+def test_a_bucket_is_scrubbed_with_a_local_ledger(s3env: S3Env, tmp_path: Path) -> None:
+    upload(s3env, CHAIN_A)
+    proofs = tmp_path / "bucket.ledger"
+    r = zverify("cold", "scrub", "--json", "--ledger", str(proofs), s3env.url)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert sorted(f["file"] for f in doc["files"] if f["read"]) == sorted(CHAIN_A)
+    assert doc["unproven_bytes"] == 0
+    path = s3env.server.backend_file(s3env.bucket, "archive/fs@s1-s2.zfs")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    path.write_bytes(bytes(data))
+    r = zverify("cold", "scrub", "--json", "--ledger", str(proofs), s3env.url)
+    assert r.returncode == 1, r.stdout + r.stderr
+    results = {f["file"]: f["result"] for f in json.loads(r.stdout)["files"]}
+    assert results["fs@s1-s2.zfs"] == "damaged" and results["fs@s1.zfs"] == "proven"
+    records = [json.loads(x) for x in proofs.read_text().splitlines()]
+    assert [r["result"] for r in records if r["file"] == "fs@s1-s2.zfs"] == ["proven", "damaged"]
