@@ -30,10 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from zverify.cold import lock, metadata, names, parity, restore, sidecar
-from zverify.cold.check import ArchiveReport
+from zverify.cold import metadata, names, restore, sidecar
+from zverify.cold.check import ArchiveReport, beside_streams
 from zverify.cold.entries import Identity
-from zverify.cold.names import DAMAGED, SIDECAR
+from zverify.cold.names import SIDECAR
 from zverify.cold.store import Entry, Frozen, Store
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
 from zverify.sendstream.chain import ArchivedFile, DatasetPlan, Restorable, Step, plan
@@ -183,8 +183,7 @@ def _described(
 
 def _stream(entry: Entry) -> bool:
     """What may be a stream: not a sidecar, parity, kept original, lock file or upload."""
-    aside = entry.key.endswith((SIDECAR, parity.SUFFIX, DAMAGED)) or entry.name in lock.FILES
-    return not aside and entry.upload is None and entry.st is not None
+    return not beside_streams(entry) and entry.upload is None and entry.st is not None
 
 
 def _file(store: Store, entry: Entry, aside: Entry) -> _Described | None:
