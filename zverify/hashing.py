@@ -4,15 +4,20 @@ Every --hash (XXH3-128 by default, BLAKE3, SHA-256, SHA-512) is computed in the 
 worker threads (SHA-2 through OpenSSL's libcrypto).  SHA-1 and MD5, which only other tools'
 lists use, are hashed in Python worker threads (walk.py) with hashlib, which releases the
 GIL on large buffers; new_hasher also serves the odd file hashed outside a walk, e.g. a
-BagIt tag file, and cross-checks the C hashers in the tests.  SHA-256, SHA-512, SHA-1 and
-MD5 exist so that checkfiles, mtree specs, BagIt bags and hashdeep lists written by other
-tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
+BagIt tag file.  BLAKE3 over bytes (a manifest's own digest) is the C core's BLAKE3 too, so
+there is one BLAKE3 in zverify; the tests check it against the PyPI `blake3` package.
+SHA-256, SHA-512, SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and
+hashdeep lists written by other tools can be verified; zverify's own manifests use
+XXH3-128 or BLAKE3.
 """
 
 import enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zverify.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from zverify import _zvcore
 
 
 class Algorithm(enum.StrEnum):
@@ -33,7 +38,6 @@ DIGEST_SIZES = {
     Algorithm.SHA1: 20,
     Algorithm.MD5: 16,
 }
-MULTITHREADED_BLAKE3 = 1 << 24  # files this big let the binding use several threads
 
 
 class Hasher(Protocol):
@@ -41,20 +45,24 @@ class Hasher(Protocol):
     def digest(self) -> bytes: ...
 
 
-def new_hasher(algorithm: Algorithm, size: int) -> Hasher:
-    """A fresh hasher for a file of `size` bytes (not for XXH3-128: that one is in C)."""
-    # imported on first use: loading OpenSSL's hashlib and the blake3 binding costs ~10 ms of
-    # start-up that the default (XXH3-128, in C) never needs
+def new_hasher(algorithm: Algorithm) -> Hasher:
+    """A fresh hasher for bytes Python reads (not for XXH3-128: the walk hashes that in C)."""
     if algorithm is Algorithm.BLAKE3:
-        import blake3
-
-        threads = blake3.blake3.AUTO if size > MULTITHREADED_BLAKE3 else 1
-        return blake3.blake3(max_threads=threads)
+        return blake3_hasher()
     if algorithm is Algorithm.XXH3_128:
         raise ValueError("XXH3-128 is computed by the C core")
+    # imported on first use: loading OpenSSL's hashlib costs start-up time that the default
+    # (XXH3-128, in C) never needs
     import hashlib
 
     return hashlib.new(algorithm.value)
+
+
+def blake3_hasher() -> "_zvcore.Hasher":
+    """BLAKE3 over bytes in memory, from the C core's own BLAKE3 (the one the walk uses)."""
+    from zverify import _zvcore
+
+    return _zvcore.Hasher(_zvcore.ALGO_BLAKE3)
 
 
 # What --hash offers; SHA-1 and MD5 are only ever used to check other tools' lists.

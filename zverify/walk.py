@@ -201,7 +201,7 @@ class TreeWalk:
         try:
             if not _same_inode(os.fstat(fd), entry):
                 return None, "replaced"
-            hasher = new_hasher(self.options.algorithm, entry.size)
+            hasher = new_hasher(self.options.algorithm)
             buf = _thread_buffer()
             offset = 0
             while True:

@@ -20,6 +20,7 @@
 
 int zv_py_stream_init(PyObject *module);
 int zv_py_filter_init(PyObject *module);
+int zv_py_hasher_init(PyObject *module);
 int zv_py_filter_get(PyObject *obj, const zv_filter **out);
 
 static PyTypeObject RecordType;
@@ -663,7 +664,8 @@ PyMODINIT_FUNC PyInit__zvcore(void)
     if (PyModule_AddObject(m, "Record", (PyObject *)&RecordType) < 0 ||
         PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0 ||
         PyModule_AddObjectRef(m, "Join", (PyObject *)&JoinType) < 0 || add_constants(m) < 0 ||
-        zv_py_stream_init(m) < 0 || zv_py_filter_init(m) < 0) {
+        zv_py_stream_init(m) < 0 || zv_py_filter_init(m) < 0 ||
+        zv_py_hasher_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -86,3 +86,24 @@ def test_every_simd_kernel_matches_the_blake3_package(kernel: str, tmp_path: Pat
     got = dict(reversed(line.split("  ", 1)) for line in out.stdout.splitlines())
     for n, path in zip(LENGTHS, files, strict=True):
         assert got[str(path)] == blake3.blake3(pattern(n, n + 3)).hexdigest(), (kernel, n)
+
+
+def test_hasher_over_bytes_matches_the_blake3_package() -> None:
+    """_zvcore.Hasher (a manifest's own digest) is the same BLAKE3, fed in pieces of every
+    size, with the GIL held (small pieces) and released (large ones), read mid-way."""
+    data = pattern(3 * (128 << 10) + 7, 5)
+    hasher = _zvcore.Hasher(_zvcore.ALGO_BLAKE3)
+    fed = 0
+    for step in (1, 63, 4095, 4096, 70000, len(data)):
+        piece = memoryview(data)[fed : fed + step]
+        hasher.update(piece)
+        fed += len(piece)
+        assert hasher.hexdigest() == blake3.blake3(data[:fed]).hexdigest(), fed
+    assert fed == len(data)
+    assert hasher.digest() == blake3.blake3(data).digest()
+
+
+def test_hasher_takes_only_what_it_can_go_on_after() -> None:
+    """SHA-2 over bytes is hashlib's (libcrypto's finish would end the digest)."""
+    with pytest.raises(ValueError, match="ALGO_BLAKE3"):
+        _zvcore.Hasher(_zvcore.ALGO_SHA256)

@@ -12,14 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-import blake3
-
 from zverify import boundedjson
 from zverify.entry import Entry
 from zverify.errors import ManifestError
 from zverify.filters import Filter
 from zverify.fsinfo import FsInfo
-from zverify.hashing import DIGEST_SIZES, Algorithm
+from zverify.hashing import DIGEST_SIZES, Algorithm, blake3_hasher
 from zverify.manifest.bounds import MAX_HEADER_LINE, MAX_LINE, bad_name
 from zverify.manifest.escape import unescape
 from zverify.manifest.format import FORMAT_KEY, VERSION, LineError, parse_entry
@@ -51,7 +49,7 @@ class NativeManifest:
         self._keep_xattrs = keep_xattrs
         self._stream = stream
         self._lineno = 1
-        self._digest = blake3.blake3()
+        self._digest = blake3_hasher()
         self._pending: list[bytes] = [first]
         self._pending_bytes = len(first)
         self.header = self._parse_header(first)

@@ -16,13 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-import blake3
-
 from zverify import __version__
 from zverify.compare.sizes import SideTally
 from zverify.entry import Entry, Kind
 from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
-from zverify.hashing import Algorithm
+from zverify.hashing import Algorithm, blake3_hasher
 from zverify.manifest import checkfile, mtree
 from zverify.manifest.escape import escape
 from zverify.manifest.format import FORMAT_KEY, VERSION, entry_line, owner_fields
@@ -99,7 +97,7 @@ class ManifestWriter:
 
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
-        self._digest = blake3.blake3()
+        self._digest = blake3_hasher()
         self._pending: list[str] = []
         self._groups: dict[tuple[int, int], int] = {}
         self._owners = _Owners()
