@@ -78,8 +78,11 @@ def compare(
         typer.Option(
             "--write-lists",
             metavar="DIR",
-            help="Also write the paths of each category to DIR/missing, extra, differ, error "
-            "(one per line, NUL-terminated with --from0).",
+            help="Also write the paths of each category to DIR/missing, extra, differ, "
+            "differ-dirs (directories whose own attributes differ, not their subtree), error "
+            "(one per line, NUL-terminated with --from0). To repair the copy: rsync -aHAX -r -I "
+            "--files-from=DIR/missing (then DIR/differ) SRC/ DST/, then rsync -aHAX "
+            "--files-from=DIR/differ-dirs SRC/ DST/ (no -r).",
         ),
     ] = None,
     quiet: Annotated[
