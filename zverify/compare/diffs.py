@@ -31,6 +31,7 @@ class Difference:
     # a directory on both sides whose own attributes differ: the difference is not its
     # subtree's (--write-lists keeps it out of the lists that stand for subtrees)
     directory: bool = False
+    moved_to: bytes | None = None  # moved: the DST path (path is the SRC one)
 
 
 def same_entry(s: Entry, d: Entry, sizes_only: bool = False) -> bool:

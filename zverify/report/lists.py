@@ -14,7 +14,10 @@ in the verdict.  A directory whose only difference is its own metadata does not:
 listed `.`), so it goes to differ-dirs, meant for `rsync -a --files-from` without -r,
 which sets each directory's attributes and does not descend.
 
-All five files are created up front, so an empty one means "none", not "not written".  A
+With --detect-moves, `moved` holds each moved file as two lines, its SRC path then its DST
+path, so that fed back both ends are checked again (rsync finds no DST path in SRC).
+
+All the files are created up front, so an empty one means "none", not "not written".  A
 name holding a newline cannot be one line: without --from0 it ends the run (exit 2, naming
 it) rather than be written as two names.
 """
@@ -28,20 +31,21 @@ from zverify.errors import UsageError
 from zverify.pathnames import for_terminal
 
 CATEGORIES = ("missing", "extra", "differ", "differ-dirs", "error")
-_CATEGORY = {DiffKind.MISSING: "missing", DiffKind.EXTRA: "extra"} | {
+MOVED = "moved"  # only with --detect-moves: without it, no file was paired
+_CATEGORY = {DiffKind.MISSING: "missing", DiffKind.EXTRA: "extra", DiffKind.MOVED: MOVED} | {
     kind: "error" for kind in (DiffKind.ERROR, DiffKind.CHANGED)
 }
 
 
 class ListFiles:
-    def __init__(self, directory: str, nul_terminated: bool = False) -> None:
+    def __init__(self, directory: str, nul_terminated: bool = False, moves: bool = False) -> None:
         self.directory = directory
         self._end = b"\0" if nul_terminated else b"\n"
         self._files: dict[str, BinaryIO] = {}
         self._last: dict[str, bytes] = {}
         try:
             os.makedirs(directory, exist_ok=True)
-            for name in CATEGORIES:
+            for name in CATEGORIES + (MOVED,) * moves:
                 self._files[name] = open(os.path.join(directory, name), "wb")  # noqa: SIM115
         except OSError as err:
             self.close()
@@ -49,7 +53,8 @@ class ListFiles:
 
     def difference(self, d: Difference) -> None:
         category = _CATEGORY.get(d.kind, "differ-dirs" if d.directory else "differ")
-        for path in d.members or (d.path,):
+        paths = (d.path, d.moved_to) if d.moved_to is not None else d.members or (d.path,)
+        for path in paths:
             if self._last.get(category) == path:
                 continue  # one line per path, however many of its attributes differ
             self._last[category] = path
