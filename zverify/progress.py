@@ -24,7 +24,9 @@ def wanted(quiet: bool) -> bool:
 def byte_progress(enabled: bool, name: str, total: int | None) -> Iterator[Callable[[int], None]]:
     """Yields a hook(bytes_read) drawing the line for one file or stream, or a no-op:
 
-    tank@1.zfs  38% 12.1GB/31.9GB  310MB/s  ETA 01:04"""
+        tank@1.zfs  38% 12.1GB/31.9GB  310MB/s  ETA 01:04
+
+    Without a total (a pipe), the bytes read, the rate and the time spent."""
     if not enabled:
         yield lambda _n: None
         return
@@ -49,7 +51,9 @@ def tree_progress(
 ) -> Iterator[Callable[[int, int], None] | None]:
     """Yields hook(entries, bytes) drawing compare's line for one tree being read, or None:
 
-    recording  38% 12.1GB/31.9GB  310MB/s  ETA 01:04  402,113/1.1M entries"""
+        recording  38% 12.1GB/31.9GB  310MB/s  ETA 01:04  402,113/1.1M entries
+
+    The total is estimate's (estimate_tree: at a filesystem's root), as in compare."""
     if not enabled:
         yield None
         return
