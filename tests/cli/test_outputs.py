@@ -118,6 +118,7 @@ def test_write_lists_one_file_per_category(messy: tuple[Path, Path], tmp_path: P
     got = {name: (lists / name).read_bytes() for name in sorted(os.listdir(lists))}
     assert got == {
         "differ": b"a-content\nb-mode\nlinked1\nlinked2\n",  # b-mode once, both members
+        "differ-dirs": b"",  # the roots' mtimes were made equal
         "error": b"",
         "extra": b"new\n",
         "missing": b"gone\n",

@@ -109,3 +109,35 @@ def test_the_estimate_is_the_filesystems_use(mounted: tuple[Path, Path]) -> None
     assert 2000 <= estimate.entries <= 2100  # tmpfs counts the inodes in use
     assert 64 << 20 <= estimate.bytes < 80 << 20  # the holes take no space
     assert estimate_tree(str(src / "many")) is None  # its share of the filesystem is unknown
+
+
+# -- every other command draws the same line (zverify.progress._line) ----------------------
+
+
+def test_manifest_draws_compares_line(mounted: tuple[Path, Path], tmp_path: Path) -> None:
+    """At a filesystem root: a total, a rate and an ETA, and the entries counted against the
+    filesystem's; inside one, what was read and the time spent."""
+    src, _ = mounted
+    out = str(tmp_path / "m.zvm")
+    code, frames = _frames("manifest", "--threads", "1", str(src), "-o", out)
+    assert code == 0, frames
+    counted = [f for f in frames if f.startswith("recording ") and " entries" in f]
+    assert counted, frames
+    line = counted[-1]
+    assert "%" in line and "ETA " in line and "B/s" in line, line
+    assert "/2." in line.split("  ")[-1], line  # 2,004/2.0k entries: the estimate's count
+    code, frames = _frames("manifest", "--threads", "1", str(src / "many"), "-o", out)
+    assert code == 0 and any(" read " in f and "elapsed" in f for f in frames), frames
+    assert all("ETA" not in f and "[" not in f for f in frames), frames  # not the old format
+
+
+def test_stream_verify_draws_the_same_line() -> None:
+    """A file of known size: its name, percentage, bytes of the total, rate, ETA (tqdm's
+    default bar with its '|' and '[elapsed<remaining]' is gone)."""
+    stream = Path(__file__).parents[1] / "data" / "streams" / "full_fs_s1.zstream"
+    code, frames = _frames("stream", "verify", str(stream))
+    assert code == 0, frames
+    lines = [f for f in frames if f.startswith(str(stream))]
+    assert lines, frames
+    assert all("%" in f and "B/" in f and "ETA " in f for f in lines), lines
+    assert all("|" not in f and "[" not in f for f in lines), lines

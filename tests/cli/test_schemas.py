@@ -214,6 +214,23 @@ def test_compare_documents_with_every_optional_key(messy: tuple[str, str]) -> No
 
 @needs_installed_command
 @exercises("compare.schema.json", "compare-lines.schema.json")
+def test_compare_documents_with_moves(messy: tuple[str, str]) -> None:
+    """--detect-moves: a file not named in UTF-8 moved to another such name."""
+    src, dst = messy
+    write(Path(os.fsdecode(os.fsencode(dst) + b"/moved-\xfc")), b"latin1")
+    done = _compare("--json", "--detect-moves", src, dst)
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    validate_document("compare.schema.json", doc)
+    (move,) = [d for d in doc["differences"] if d["kind"] == "moved"]
+    assert move["src_escaped"] is True and move["dst_escaped"] is True
+    assert doc["counts"]["moved"] == 1
+    for line in _lines(_compare("--jsonl", "--detect-moves", src, dst).stdout):
+        validate("compare-lines.schema.json", line)
+
+
+@needs_installed_command
+@exercises("compare.schema.json", "compare-lines.schema.json")
 def test_compare_documents_of_an_identical_selection(
     messy: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -37,6 +37,16 @@ def compare(
             "default check); the verdict says content was not read.",
         ),
     ] = False,
+    detect_moves: Annotated[
+        bool,
+        typer.Option(
+            "--detect-moves",
+            help="Report a file only in SRC and one only in DST with the same size and "
+            "digest as one 'moved' (not missing + extra); ties paired in path order, empty "
+            "files and files in a missing/extra directory never. Still a difference (exit 1): "
+            "the trees are not the same. Needs content read (not with --quick).",
+        ),
+    ] = False,
     one_way: Annotated[
         bool, typer.Option("--one-way", help="Entries only in DST are not differences.")
     ] = False,
@@ -78,8 +88,12 @@ def compare(
         typer.Option(
             "--write-lists",
             metavar="DIR",
-            help="Also write the paths of each category to DIR/missing, extra, differ, error "
-            "(one per line, NUL-terminated with --from0).",
+            help="Also write the paths of each category to DIR/missing, extra, differ, "
+            "differ-dirs (directories whose own attributes differ, not their subtree), error, "
+            "and with --detect-moves moved (SRC path, then DST path) (one per line, "
+            "NUL-terminated with --from0). To repair the copy: rsync -aHAX -r -I "
+            "--files-from=DIR/missing (then DIR/differ) SRC/ DST/, then rsync -aHAX "
+            "--files-from=DIR/differ-dirs SRC/ DST/ (no -r).",
         ),
     ] = None,
     quiet: Annotated[
@@ -126,7 +140,7 @@ def compare(
     check_threads(threads)
     if one_way:
         ignore = f"{ignore},extra" if ignore else "extra"
-    policy = ComparePolicy.build(profile, ignore, mtime_window, quick)
+    policy = ComparePolicy.build(profile, ignore, mtime_window, quick, detect_moves)
     if as_json and as_jsonl:
         raise UsageError("--json and --jsonl: choose one")
     if from0 and not (files_from or exclude_from or write_lists):
@@ -137,7 +151,7 @@ def compare(
     machine = as_json or as_jsonl
     bar = wanted(quiet or no_progress or machine or mpi)  # ranks count only their share
     rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))
-    lists = ListFiles(write_lists, nul_terminated=from0) if write_lists else None
+    lists = ListFiles(write_lists, from0, detect_moves) if write_lists else None
     outputs = Outputs(rendering, lists)
 
     estimate = None if not bar or is_manifest_path(src) else estimate_tree(src)

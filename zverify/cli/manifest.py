@@ -48,10 +48,11 @@ def manifest(
     # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.filtering import selected
     from zverify.cli.options import check_threads
+    from zverify.fsinfo import estimate_tree
     from zverify.manifest.files import atomic_output
     from zverify.manifest.write import write_manifest
     from zverify.pathnames import shown_paths
-    from zverify.progress import entry_progress, wanted
+    from zverify.progress import tree_progress, wanted
     from zverify.walk import WalkOptions, default_threads
 
     algorithm = _algorithm(fmt, hash_name)
@@ -68,7 +69,8 @@ def manifest(
         filter=selected(exclude, include, exclude_from, files_from, from0),
     )
     show = wanted(quiet or no_progress) and output != STDIO
-    with entry_progress(show, "recording") as hook, atomic_output(output) as out:
+    estimate = estimate_tree(tree) if show else None  # a total and an ETA at a filesystem root
+    with tree_progress(show, "recording", estimate) as hook, atomic_output(output) as out:
         summary = write_manifest(tree, out, options, progress=hook, fmt=fmt)
     where = "stdout" if output == STDIO else repr(output)
     print(f"zverify: {summary.entries:,} entries of {tree!r} recorded in {where}", file=sys.stderr)

@@ -28,6 +28,10 @@ class Difference:
     entries_below: int = 0  # entries inside a missing/extra/retyped directory
     src_escaped: bool = False  # src/dst hold an escaped byte string (symlink targets)
     dst_escaped: bool = False
+    # a directory on both sides whose own attributes differ: the difference is not its
+    # subtree's (--write-lists keeps it out of the lists that stand for subtrees)
+    directory: bool = False
+    moved_to: bytes | None = None  # moved: the DST path (path is the SRC one)
 
 
 def same_entry(s: Entry, d: Entry, sizes_only: bool = False) -> bool:
@@ -62,7 +66,10 @@ def diff_pair(src: Entry, dst: Entry, policy: ComparePolicy) -> list[Difference]
         return [Difference(src.path, DiffKind.TYPE, "{} -> {}".format(*labels), *labels)]
     # unfiltered: whether the payload is the same must not depend on --ignore (the caller
     # drops the kinds the policy does not check)
-    return _payload_difference(src, dst, policy) + _metadata_differences(src, dst, policy)
+    metadata = _metadata_differences(src, dst, policy)
+    for found in metadata:
+        found.directory = src.kind == Kind.DIR
+    return _payload_difference(src, dst, policy) + metadata
 
 
 _CHANGES = {

@@ -20,6 +20,7 @@ from zverify import _zvcore
 from zverify.compare.diffs import Difference, diff_pair, same_entry
 from zverify.compare.hardlinks import HardlinkTracker
 from zverify.compare.march import Pair, march
+from zverify.compare.moves import MovePairing
 from zverify.compare.policy import ComparePolicy, DiffKind
 from zverify.compare.sizes import Explanation, Settled, SideTally
 from zverify.entry import Entry, Kind
@@ -110,6 +111,7 @@ class _Comparison:
         self.explanation = Explanation()
         self.hardlinks = HardlinkTracker(identity)
         self.fold: _Fold | None = None
+        self.moves = MovePairing() if policy.detect_moves else None
 
     def visit(self, s: Entry | None, d: Entry | None) -> None:
         if (
@@ -166,7 +168,7 @@ class _Comparison:
         diff = Difference(entry.path, kind, f"{Kind(entry.kind).label} only in {where}")
         if entry.kind == Kind.DIR:
             self._start_fold(entry.path, [diff], kind.value)
-        else:
+        elif self.moves is None or not self.moves.hold(diff, entry):
             self._record([diff])
 
     def _both(self, s: Entry, d: Entry) -> None:
@@ -203,6 +205,8 @@ class _Comparison:
 
     def finish(self) -> EngineResult:
         self._end_fold()
+        if self.moves is not None:
+            self._emit(self.moves.resolve())  # checked: the policy refuses moves without both
         self.explanation.finish(self.src, self.dst)
         if self.policy.checks(DiffKind.HARDLINK):
             self._emit(self.hardlinks.differences())

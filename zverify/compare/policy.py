@@ -29,6 +29,7 @@ class DiffKind(enum.StrEnum):
     SPECIAL = "special"  # device major/minor
     ERROR = "error"  # could not be read: never identical
     CHANGED = "changed"  # changed while being read
+    MOVED = "moved"  # --detect-moves: only in SRC at one path, only in DST at another
 
 
 # One-character codes, in the spirit of rsync --itemize-changes.
@@ -46,6 +47,7 @@ CODES = {
     DiffKind.SPECIAL: "D",
     DiffKind.ERROR: "!",
     DiffKind.CHANGED: "~",
+    DiffKind.MOVED: "M",
 }
 
 ALWAYS = frozenset(
@@ -79,6 +81,7 @@ class ComparePolicy:
     checked: frozenset[DiffKind] = FULL
     mtime_window_ns: int = 0
     quick: bool = False  # --quick: no file is read; equal size (and mtime) stands for content
+    detect_moves: bool = False  # pair missing and extra files of one content (moves.py)
 
     @classmethod
     def build(
@@ -87,6 +90,7 @@ class ComparePolicy:
         ignore: str | None = None,
         mtime_window: float = 0.0,
         quick: bool = False,
+        detect_moves: bool = False,
     ) -> "ComparePolicy":
         """Validate user input into a policy; raises UsageError naming the bad part."""
         if profile not in PROFILES:
@@ -100,7 +104,25 @@ class ComparePolicy:
                 " (use --ignore mtime to ignore mtimes)"
             )
         checked = PROFILES[profile] - _parse_ignore(ignore)
-        return cls(profile, checked, round(mtime_window * 1e9), quick)
+        found = cls(profile, checked, round(mtime_window * 1e9), quick, detect_moves)
+        if detect_moves:
+            found._check_moves()
+        return found
+
+    def _check_moves(self) -> None:
+        """--detect-moves pairs a missing and an extra file by their digests: both kinds
+        must be reported and the digests computed, or a pair would be guessed."""
+        if not self.reads_content:
+            why = "--quick" if self.quick else "--ignore content"
+            raise UsageError(
+                f"--detect-moves pairs files by content digest, and {why} reads no content"
+            )
+        for kind in (DiffKind.MISSING, DiffKind.EXTRA):
+            if not self.checks(kind):
+                raise UsageError(
+                    f"--detect-moves pairs missing with extra files: not with {kind.value} "
+                    "ignored (--ignore, --one-way)"
+                )
 
     def checks(self, kind: DiffKind) -> bool:
         return kind in self.checked
@@ -122,7 +144,7 @@ def _parse_ignore(ignore: str | None) -> set[DiffKind]:
         try:
             kind = DiffKind(name)
         except ValueError:
-            valid_names = [k.value for k in DiffKind if k not in NEVER_IGNORED]
+            valid_names = [k.value for k in DiffKind if k not in NEVER_IGNORED | {DiffKind.MOVED}]
             valid = ", ".join(valid_names)
             raise UsageError(
                 f"--ignore: unknown attribute {name!r}{did_you_mean(name, valid_names)} "
@@ -130,5 +152,7 @@ def _parse_ignore(ignore: str | None) -> set[DiffKind]:
             ) from None
         if kind in NEVER_IGNORED:
             raise UsageError(f"--ignore: {name!r} cannot be ignored: it means 'not verified'")
+        if kind == DiffKind.MOVED:
+            raise UsageError("--ignore: 'moved' is found only with --detect-moves: leave it out")
         kinds.add(kind)
     return kinds
