@@ -54,6 +54,12 @@ class Commands(LazyGroup):
             "Send-stream archives on cold storage: send, check, scrub, restore, prune, clean, "
             "parity, repair, lock.",
         ),
+        "schema": LazyCommand(
+            "zverify.cli.schema",
+            "schema",
+            "Print the JSON Schema of the --json documents NAME (compare, cold-check...); "
+            "without NAME, list the names.",
+        ),
     }
 
 
