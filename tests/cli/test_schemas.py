@@ -1,5 +1,5 @@
 """Every JSON document the CLI prints against its JSON Schema, as the installed
-`zverify schema NAME` prints it.
+`zverify schema NAME` prints it, and every document's "producer" (zverify.provenance).
 
 The documents are real: each test runs a command (the installed console script for
 `compare`, the in-process entry point zverify.cli.run for the rest) on real trees, real
@@ -31,11 +31,12 @@ from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 
 from tests.cli.console import needs_installed_command, zverify
+from tests.cli.producer import check_producer
 from tests.cold import fakezfs
 from tests.manifest.helpers import edited_manifest
 from tests.stream.streamgen import resume_token
 from tests.treebuilder import write
-from zverify import schemas
+from zverify import provenance, schemas
 from zverify.cli import app
 from zverify.cli import run as run_cli
 from zverify.cold import lock
@@ -129,9 +130,13 @@ def validate(name: str, doc: Any) -> None:
 
 
 def validate_document(name: str, doc: Any) -> None:
-    """A whole document: valid, and its first key names its type and version."""
+    """A whole document: valid, its first key names its type and version, and it says which
+    zverify made it, where and when."""
     validate(name, doc)
     assert next(iter(doc)) == "schema" and doc["schema"] == CONSTANTS[name]
+    check_producer(doc[provenance.KEY])
+    without = {key: value for key, value in doc.items() if key != provenance.KEY}
+    assert not Draft202012Validator(SCHEMAS[name], registry=REGISTRY).is_valid(without)
 
 
 # -- the schema files themselves -------------------------------------------------------------
@@ -211,6 +216,23 @@ def test_every_json_option_of_every_command_has_a_schema() -> None:
     assert set(JSON_OUTPUTS.values()) == set(SCHEMAS)
 
 
+def _producers(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        own = [node["$defs"]["producer"]] if "producer" in node.get("$defs", {}) else []
+        return own + [p for value in node.values() for p in _producers(value)]
+    return [p for value in node for p in _producers(value)] if isinstance(node, list) else []
+
+
+def test_every_schema_describes_the_one_producer_object() -> None:
+    """The same object in every document (compare-lines' header has it without "finished")."""
+    described = {name: _producers(schema) for name, schema in SCHEMAS.items()}
+    assert all(len(found) == 1 for name, found in described.items() if name != "compare-lines")
+    assert not described["compare-lines"]  # it uses compare's, and its header's own
+    first = described["compare"][0]
+    assert all(found == [first] for name, found in described.items() if found)
+    assert set(first["required"]) == {"tool", "version", "host", "started", "finished"}
+
+
 # -- compare --json / --jsonl (the installed console script) ----------------------------------
 
 
@@ -274,6 +296,9 @@ def test_compare_documents_with_every_optional_key(messy: tuple[str, str]) -> No
     header, *differences, summary = lines
     assert header["type"] == "header" and header["src_escaped"] is True
     assert len(differences) == len(doc["differences"]) and summary["complete"] is True
+    check_producer(header[provenance.KEY], finished=False)  # only the summary knows the end
+    check_producer(summary[provenance.KEY])
+    assert header[provenance.KEY]["started"] == summary[provenance.KEY]["started"]
 
 
 @needs_installed_command
@@ -316,6 +341,7 @@ def test_compare_documents_of_a_run_failing_part_way(tmp_path: Path) -> None:
     for record in records:
         validate("compare-lines", record)
     assert records[-1]["type"] == "summary" and records[-1]["complete"] is False
+    check_producer(records[-1][provenance.KEY])
 
 
 # -- cutover --json (a stand-in zfs) ---------------------------------------------------------
