@@ -610,6 +610,8 @@ def test_cold_send_documents(cli: Run, source: Callable[[list[str]], None], tmp_
     assert code == 0 and doc["sent"]["bookmark"] == "zv/fs#zverify-s1"
     validate_document("cold-send", doc)
     assert (cold / doc["sent"]["file"]).stat().st_size == doc["sent"]["bytes"]
+    beside = json.loads((cold / f"{doc['sent']['file']}.json").read_text())  # the sidecar
+    check_producer(beside[provenance.KEY])
 
     source(["s1", "s2"])
     code, doc = cli("cold", "send", "--json", "--hold", "zv/fs", str(cold))
