@@ -13,7 +13,7 @@ pip=("$work/venv/bin/pip" -q --disable-pip-version-check)
 "$work/venv/bin/python" -m build --sdist --outdir "$work/dist" . >/dev/null
 sdist=$(ls "$work"/dist/zverify-*.tar.gz)
 tar -tzf "$sdist" > "$work/contents"  # (grep -q on a pipe would SIGPIPE tar under pipefail)
-for needed in native/include/zvcore.h native/src/zv_traverse.h LICENSE docs/zverify.1 docs/schema/compare.schema.json; do
+for needed in native/include/zvcore.h native/src/zv_traverse.h LICENSE docs/zverify.1 zverify/schemas/compare.schema.json; do
     grep -q "/$needed\$" "$work/contents" || { echo "package: $needed missing from the sdist" >&2; exit 1; }
 done
 "${pip[@]}" wheel --no-deps --wheel-dir "$work/dist" "$sdist"

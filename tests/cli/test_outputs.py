@@ -55,6 +55,13 @@ def test_json_jsonl_and_text_tell_the_same_story(messy: tuple[Path, Path]) -> No
     text = _run(src, dst)
 
     header, *differences, last = lines
+    # two runs: the same producer but for the times ("started" in the header, and the
+    # summary line finishes it as the document does)
+    made = [line.pop("producer") for line in (header, last, doc)]
+    assert {k: v for k, v in made[0].items() if k != "started"} == {
+        k: v for k, v in made[2].items() if k not in ("started", "finished")
+    }
+    assert set(made[1]) == set(made[2]) and made[1]["started"] == made[0]["started"]
     assert header == {"type": "header", "schema": "zverify.compare-lines/1", "src": src, "dst": dst}
     assert [{k: v for k, v in d.items() if k != "type"} for d in differences] == doc["differences"]
     assert {d["type"] for d in differences} == {"difference"}

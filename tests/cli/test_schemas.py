@@ -1,4 +1,5 @@
-"""Every JSON document the CLI prints against its JSON Schema in docs/schema/.
+"""Every JSON document the CLI prints against its JSON Schema, as the installed
+`zverify schema NAME` prints it, and every document's "producer" (zverify.provenance).
 
 The documents are real: each test runs a command (the installed console script for
 `compare`, the in-process entry point zverify.cli.run for the rest) on real trees, real
@@ -7,7 +8,8 @@ needed.  The schemas close every document (additionalProperties / unevaluatedPro
 false), so a key added, renamed or removed in a renderer fails here until the schema file
 is updated with it.  Each test declares the schema files it exercises (@exercises) and must
 validate at least one document against each of them; every schema file must be declared by
-some test, so none goes stale untested.
+some test, so none goes stale untested; and every --json/--jsonl option of every command
+must have a schema, so that no command gains a JSON output nobody described.
 """
 
 import copy
@@ -23,15 +25,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import typer
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 
 from tests.cli.console import needs_installed_command, zverify
+from tests.cli.producer import check_producer
 from tests.cold import fakezfs
 from tests.manifest.helpers import edited_manifest
 from tests.stream.streamgen import resume_token
 from tests.treebuilder import write
+from zverify import provenance, schemas
+from zverify.cli import app
 from zverify.cli import run as run_cli
 from zverify.cold import lock
 from zverify.cold.check import ArchiveReport, FileReport, Problem
@@ -45,33 +51,49 @@ from zverify.report import stream as stream_report
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = REPO / "docs" / "schema"
 STREAMS = REPO / "tests" / "data" / "streams"
 INDEX = json.loads((STREAMS / "index.json").read_text())
 CUTOVER_STANDIN = REPO / "tests" / "cutover" / "standin_zfs.py"
 
-SCHEMAS = {p.name: json.loads(p.read_text()) for p in sorted(SCHEMA_DIR.glob("*.schema.json"))}
+
+def _installed_schemas() -> dict[str, Any]:
+    """{NAME: schema} from the installed `zverify schema` (which lists the names) and
+    `zverify schema NAME`; in-process under scripts/asan.sh, whose installed command is
+    another build."""
+    if os.environ.get("ZVERIFY_SANITIZE") == "1":
+        return {name: json.loads(schemas.text(name)) for name in schemas.names()}
+    listed = zverify("schema")
+    assert listed.returncode == 0 and listed.stdout, listed.stderr
+    found = {}
+    for name in listed.stdout.splitlines():
+        printed = zverify("schema", name)
+        assert printed.returncode == 0, printed.stderr
+        found[name] = json.loads(printed.stdout)
+    return found
+
+
+SCHEMAS = _installed_schemas()
 REGISTRY: Registry = Registry().with_resources(
     (doc["$id"], Resource.from_contents(doc)) for doc in SCHEMAS.values()
 )
 
 # The version string each schema file pins, and the constant the renderer writes.
 CONSTANTS = {
-    "compare.schema.json": json_report.SCHEMA,
-    "compare-lines.schema.json": json_report.LINES_SCHEMA,
-    "cutover.schema.json": cutover_report.SCHEMA,
-    "stream-verify.schema.json": stream_report.VERIFY_SCHEMA,
-    "stream-info.schema.json": stream_report.INFO_SCHEMA,
-    "stream-token.schema.json": stream_report.TOKEN_SCHEMA,
-    "cold-check.schema.json": cold_report.CHECK_SCHEMA,
-    "cold-send.schema.json": cold_report.SEND_SCHEMA,
-    "cold-restore.schema.json": cold_report.RESTORE_SCHEMA,
-    "cold-prune.schema.json": cold_report.PRUNE_SCHEMA,
-    "cold-clean.schema.json": cold_report.CLEAN_SCHEMA,
-    "cold-parity.schema.json": cold_report.PARITY_SCHEMA,
-    "cold-repair.schema.json": cold_report.REPAIR_SCHEMA,
-    "cold-lock.schema.json": cold_report.LOCK_SCHEMA,
-    "cold-scrub.schema.json": scrub_report.SCHEMA,
+    "compare": json_report.SCHEMA,
+    "compare-lines": json_report.LINES_SCHEMA,
+    "cutover": cutover_report.SCHEMA,
+    "stream-verify": stream_report.VERIFY_SCHEMA,
+    "stream-info": stream_report.INFO_SCHEMA,
+    "stream-token": stream_report.TOKEN_SCHEMA,
+    "cold-check": cold_report.CHECK_SCHEMA,
+    "cold-send": cold_report.SEND_SCHEMA,
+    "cold-restore": cold_report.RESTORE_SCHEMA,
+    "cold-prune": cold_report.PRUNE_SCHEMA,
+    "cold-clean": cold_report.CLEAN_SCHEMA,
+    "cold-parity": cold_report.PARITY_SCHEMA,
+    "cold-repair": cold_report.REPAIR_SCHEMA,
+    "cold-lock": cold_report.LOCK_SCHEMA,
+    "cold-scrub": scrub_report.SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -98,7 +120,7 @@ def _declared_schemas_are_validated(request: pytest.FixtureRequest) -> Iterator[
 
 
 def validate(name: str, doc: Any) -> None:
-    """doc is valid under docs/schema/NAME, and would not be with one more top-level key."""
+    """doc is valid under `zverify schema NAME`, and would not be with one more top-level key."""
     validator = Draft202012Validator(SCHEMAS[name], registry=REGISTRY)
     error = best_match(validator.iter_errors(doc))
     assert error is None, f"{name}: at {error.json_path}: {error.message}"
@@ -108,9 +130,13 @@ def validate(name: str, doc: Any) -> None:
 
 
 def validate_document(name: str, doc: Any) -> None:
-    """A whole document: valid, and its first key names its type and version."""
+    """A whole document: valid, its first key names its type and version, and it says which
+    zverify made it, where and when."""
     validate(name, doc)
     assert next(iter(doc)) == "schema" and doc["schema"] == CONSTANTS[name]
+    check_producer(doc[provenance.KEY])
+    without = {key: value for key, value in doc.items() if key != provenance.KEY}
+    assert not Draft202012Validator(SCHEMAS[name], registry=REGISTRY).is_valid(without)
 
 
 # -- the schema files themselves -------------------------------------------------------------
@@ -136,15 +162,75 @@ def test_schema_file_is_a_valid_2020_12_schema_pinning_its_constant(name: str) -
     schema = SCHEMAS[name]
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"].endswith(f"/{name}") and schema["title"] and schema["description"]
+    assert schema["$id"].endswith(f"/{name}.schema.json")
+    assert schema["title"] and schema["description"]
     assert _pinned(schema) == {CONSTANTS[name]}
 
 
 def test_every_schema_file_is_known_and_exercised() -> None:
-    assert SCHEMAS, f"no schema files in {SCHEMA_DIR}"
+    assert SCHEMAS, "`zverify schema` lists no schema"
     assert set(CONSTANTS) == set(SCHEMAS)
     assert set(EXERCISED) == set(SCHEMAS), "schema files no test validates real output against"
     assert len({s["$id"] for s in SCHEMAS.values()}) == len(SCHEMAS)
+
+
+# Every option that makes a command print JSON, and the schema of what it prints.
+JSON_OUTPUTS = {
+    ("compare", "--json"): "compare",
+    ("compare", "--jsonl"): "compare-lines",
+    ("cutover", "--json"): "cutover",
+    ("stream verify", "--json"): "stream-verify",
+    ("stream info", "--json"): "stream-info",
+    ("stream token", "--json"): "stream-token",
+    ("cold check", "--json"): "cold-check",
+    ("cold send", "--json"): "cold-send",
+    ("cold restore", "--json"): "cold-restore",
+    ("cold prune", "--json"): "cold-prune",
+    ("cold clean", "--json"): "cold-clean",
+    ("cold parity", "--json"): "cold-parity",
+    ("cold repair", "--json"): "cold-repair",
+    ("cold lock", "--json"): "cold-lock",
+    ("cold scrub", "--json"): "cold-scrub",
+}
+
+
+def _json_options(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(command path, option) for every option naming JSON, in every command click knows
+    (the lazy groups build each command when asked for it)."""
+    ctx = command.context_class(command, info_name=path[-1] if path else "zverify")
+    if hasattr(command, "list_commands"):
+        for name in command.list_commands(ctx):
+            yield from _json_options(command.get_command(ctx, name), (*path, name))
+        return
+    for param in command.params:
+        for option in param.opts:
+            if "json" in option.lower():
+                yield " ".join(path), option
+
+
+def test_every_json_option_of_every_command_has_a_schema() -> None:
+    """A command that gains a JSON output fails here until JSON_OUTPUTS names its schema,
+    which then must be installed and validated against real output (above)."""
+    found = set(_json_options(typer.main.get_command(app)))
+    assert found == set(JSON_OUTPUTS), "a --json option without a schema, or one gone"
+    assert set(JSON_OUTPUTS.values()) == set(SCHEMAS)
+
+
+def _producers(node: Any) -> list[Any]:
+    if isinstance(node, dict):
+        own = [node["$defs"]["producer"]] if "producer" in node.get("$defs", {}) else []
+        return own + [p for value in node.values() for p in _producers(value)]
+    return [p for value in node for p in _producers(value)] if isinstance(node, list) else []
+
+
+def test_every_schema_describes_the_one_producer_object() -> None:
+    """The same object in every document (compare-lines' header has it without "finished")."""
+    described = {name: _producers(schema) for name, schema in SCHEMAS.items()}
+    assert all(len(found) == 1 for name, found in described.items() if name != "compare-lines")
+    assert not described["compare-lines"]  # it uses compare's, and its header's own
+    first = described["compare"][0]
+    assert all(found == [first] for name, found in described.items() if found)
+    assert set(first["required"]) == {"tool", "version", "host", "started", "finished"}
 
 
 # -- compare --json / --jsonl (the installed console script) ----------------------------------
@@ -190,13 +276,13 @@ def messy(tmp_path: Path) -> tuple[str, str]:
 
 
 @needs_installed_command
-@exercises("compare.schema.json", "compare-lines.schema.json")
+@exercises("compare", "compare-lines")
 def test_compare_documents_with_every_optional_key(messy: tuple[str, str]) -> None:
     src, dst = messy
     done = _compare("--json", "--exclude", "*.tmp", src, dst)
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
-    validate_document("compare.schema.json", doc)
+    validate_document("compare", doc)
     keys = {k for d in doc["differences"] for k in d}
     assert {"path_escaped", "members", "members_escaped", "entries_below", "dst_escaped"} <= keys
     assert {d["kind"] for d in doc["differences"]} >= {
@@ -206,14 +292,17 @@ def test_compare_documents_with_every_optional_key(messy: tuple[str, str]) -> No
 
     lines = _lines(_compare("--jsonl", "--exclude", "*.tmp", src, dst).stdout)
     for line in lines:
-        validate("compare-lines.schema.json", line)
+        validate("compare-lines", line)
     header, *differences, summary = lines
     assert header["type"] == "header" and header["src_escaped"] is True
     assert len(differences) == len(doc["differences"]) and summary["complete"] is True
+    check_producer(header[provenance.KEY], finished=False)  # only the summary knows the end
+    check_producer(summary[provenance.KEY])
+    assert header[provenance.KEY]["started"] == summary[provenance.KEY]["started"]
 
 
 @needs_installed_command
-@exercises("compare.schema.json", "compare-lines.schema.json")
+@exercises("compare", "compare-lines")
 def test_compare_documents_with_moves(messy: tuple[str, str]) -> None:
     """--detect-moves: a file not named in UTF-8 moved to another such name."""
     src, dst = messy
@@ -221,16 +310,16 @@ def test_compare_documents_with_moves(messy: tuple[str, str]) -> None:
     done = _compare("--json", "--detect-moves", src, dst)
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
-    validate_document("compare.schema.json", doc)
+    validate_document("compare", doc)
     (move,) = [d for d in doc["differences"] if d["kind"] == "moved"]
     assert move["src_escaped"] is True and move["dst_escaped"] is True
     assert doc["counts"]["moved"] == 1
     for line in _lines(_compare("--jsonl", "--detect-moves", src, dst).stdout):
-        validate("compare-lines.schema.json", line)
+        validate("compare-lines", line)
 
 
 @needs_installed_command
-@exercises("compare.schema.json", "compare-lines.schema.json")
+@exercises("compare", "compare-lines")
 def test_compare_documents_of_an_identical_selection(
     messy: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -241,34 +330,35 @@ def test_compare_documents_of_an_identical_selection(
     done = _compare("--json", *args)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    validate_document("compare.schema.json", doc)
+    validate_document("compare", doc)
     assert doc["differences"] == [] and doc["content_read"] is False
     assert doc["excluded"]["files_from"] == str(listed) and doc["excluded"]["listed"] == 2
 
     lines = _lines(_compare("--jsonl", *args).stdout)
     assert [line["type"] for line in lines] == ["header", "summary"]
     for line in lines:
-        validate("compare-lines.schema.json", line)
+        validate("compare-lines", line)
 
 
 @needs_installed_command
-@exercises("compare.schema.json", "compare-lines.schema.json")
+@exercises("compare", "compare-lines")
 def test_compare_documents_of_a_run_failing_part_way(tmp_path: Path) -> None:
     """An edited manifest: differences are reported before its trailer proves the edit."""
     src, manifest = edited_manifest(tmp_path)
     done = _compare("--json", str(manifest), str(src))
     assert done.returncode == 2
     doc = json.loads(done.stdout)
-    validate_document("compare.schema.json", doc)
+    validate_document("compare", doc)
     assert doc["complete"] is False and doc["differences"]
-    assert not Draft202012Validator(SCHEMAS["compare.schema.json"], registry=REGISTRY).is_valid(
+    assert not Draft202012Validator(SCHEMAS["compare"], registry=REGISTRY).is_valid(
         {**doc, "identical": False}
     ), "an aborted document must not carry a verdict"
 
     records = _lines(_compare("--jsonl", str(manifest), str(src)).stdout)
     for record in records:
-        validate("compare-lines.schema.json", record)
+        validate("compare-lines", record)
     assert records[-1]["type"] == "summary" and records[-1]["complete"] is False
+    check_producer(records[-1][provenance.KEY])
 
 
 # -- cutover --json (a stand-in zfs) ---------------------------------------------------------
@@ -341,11 +431,11 @@ def cutover(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
     return run
 
 
-@exercises("cutover.schema.json")
+@exercises("cutover")
 def test_cutover_documents(cutover: Run) -> None:
     code, doc = cutover(CUTOVER_STATE, "-r", "--explain", "p", "q", diff_lines=r"M\t/p/a/f\n")
     assert code == 1
-    validate_document("cutover.schema.json", doc)
+    validate_document("cutover", doc)
     kinds = {f["kind"] for f in doc["findings"]}
     assert {"property-drift", "encryption", "guid-mismatch", "source-written"} <= kinds
     assert any("changes" in f for f in doc["findings"])
@@ -356,7 +446,7 @@ def test_cutover_documents(cutover: Run) -> None:
     del later["written"]["q/a@s1"]  # written@ unreadable on one side
     code, doc = cutover(later, "-r", "--explain", "p", "q")
     assert code == 2
-    validate_document("cutover.schema.json", doc)
+    validate_document("cutover", doc)
     assert {"changed-during-check", "unreadable"} <= {f["kind"] for f in doc["findings"]}
 
     ready = {
@@ -366,7 +456,7 @@ def test_cutover_documents(cutover: Run) -> None:
     }
     code, doc = cutover(ready, "p/a", "q/a")
     assert code == 0
-    validate_document("cutover.schema.json", doc)
+    validate_document("cutover", doc)
     assert doc["ready"] is True and doc["findings"] == []
 
 
@@ -385,27 +475,27 @@ def streams(tmp_path: Path) -> list[str]:
     return [*files, str(tmp_path / "truncated"), str(tmp_path / "flipped")]
 
 
-@exercises("stream-verify.schema.json")
+@exercises("stream-verify")
 def test_stream_verify_documents(cli: Run, streams: list[str], tmp_path: Path) -> None:
     intact = [str(STREAMS / "full_fs_s1.zstream"), str(STREAMS / "replicate_R_fs_s2.zstream")]
     code, doc = cli("stream", "verify", "--json", *intact)
     assert code == 0 and doc["valid"] is True
-    validate_document("stream-verify.schema.json", doc)
+    validate_document("stream-verify", doc)
 
     code, doc = cli("stream", "verify", "--json", *streams, str(tmp_path / "missing"))
     assert code == 2 and len(doc["files"]) == len(streams) + 1
-    validate_document("stream-verify.schema.json", doc)
+    validate_document("stream-verify", doc)
     problems = [p for f in doc["files"] for p in f["problems"]]
     assert {"truncated", "io"} <= {p["code"] for p in problems}
     assert any("span" in p for p in problems)
 
 
-@exercises("stream-info.schema.json")
+@exercises("stream-info")
 def test_stream_info_documents(cli: Run, streams: list[str]) -> None:
     substreams, datasets = [], []
     for name in streams:
         code, doc = cli("stream", "info", "--json", name)
-        validate_document("stream-info.schema.json", doc)
+        validate_document("stream-info", doc)
         assert code == (0 if doc["valid"] else 1), name
         substreams += doc["substreams"]
         datasets += doc.get("datasets", [])
@@ -415,7 +505,7 @@ def test_stream_info_documents(cli: Run, streams: list[str]) -> None:
     assert None in {s["stream_bytes"] for s in substreams}  # the truncated one has no END
 
 
-@exercises("stream-token.schema.json")
+@exercises("stream-token")
 def test_stream_token_documents(cli: Run) -> None:
     tokens = [e["resume_token"] for e in INDEX["streams"] if e.get("resume_token")]
     assert tokens, "index.json holds no resume token"
@@ -424,13 +514,13 @@ def test_stream_token_documents(cli: Run) -> None:
     for token in [*tokens, resume_token(flags, big=True)]:
         code, doc = cli("stream", "token", "--json", token)
         assert code == 0 and doc["valid"] is True
-        validate_document("stream-token.schema.json", doc)
+        validate_document("stream-token", doc)
     assert doc["fields"]["embedok"] is True and doc["checksum_order"] == "big"
 
     for bad in (tokens[0][:-4], "1-2-3", "9-0-0-00"):
         code, doc = cli("stream", "token", "--json", bad)
         assert code == 1 and doc["valid"] is False
-        validate_document("stream-token.schema.json", doc)
+        validate_document("stream-token", doc)
 
 
 # -- cold check|send|prune --json ------------------------------------------------------------
@@ -450,7 +540,7 @@ def _archive(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-@exercises("cold-check.schema.json")
+@exercises("cold-check")
 def test_cold_check_documents(cli: Run, tmp_path: Path) -> None:
     intact = _archive(
         tmp_path / "intact",
@@ -465,7 +555,7 @@ def test_cold_check_documents(cli: Run, tmp_path: Path) -> None:
     )
     code, doc = cli("cold", "check", "--json", str(intact))
     assert code == 0 and doc["valid"] is True
-    validate_document("cold-check.schema.json", doc)
+    validate_document("cold-check", doc)
     assert [d["dataset"] for d in doc["datasets"]] == ["zv/enc", "zv/fs"]
 
     messy = _archive(
@@ -487,7 +577,7 @@ def test_cold_check_documents(cli: Run, tmp_path: Path) -> None:
     (messy / "gone.zfsfull.json").write_text("{}")
     code, doc = cli("cold", "check", "--json", str(messy))
     assert code == 1 and doc["valid"] is False
-    validate_document("cold-check.schema.json", doc)
+    validate_document("cold-check", doc)
     problems = [p for f in doc["files"] for p in f["problems"]] + doc["problems"]
     problems += [p for d in doc["datasets"] for p in d["problems"]]
     assert {p["kind"] for p in problems} >= {
@@ -528,30 +618,32 @@ def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[list[st
     return snapshots
 
 
-@exercises("cold-send.schema.json")
+@exercises("cold-send")
 def test_cold_send_documents(cli: Run, source: Callable[[list[str]], None], tmp_path: Path) -> None:
     cold = tmp_path / "cold"
     cold.mkdir()
     source(["s1"])
     code, doc = cli("cold", "send", "--json", "zv/fs", str(cold))
     assert code == 0 and doc["sent"]["bookmark"] == "zv/fs#zverify-s1"
-    validate_document("cold-send.schema.json", doc)
+    validate_document("cold-send", doc)
     assert (cold / doc["sent"]["file"]).stat().st_size == doc["sent"]["bytes"]
+    beside = json.loads((cold / f"{doc['sent']['file']}.json").read_text())  # the sidecar
+    check_producer(beside[provenance.KEY])
 
     source(["s1", "s2"])
     code, doc = cli("cold", "send", "--json", "--hold", "zv/fs", str(cold))
     assert code == 0 and doc["sent"]["hold"] == "zv/fs@s2"
-    validate_document("cold-send.schema.json", doc)
+    validate_document("cold-send", doc)
 
     code, doc = cli("cold", "send", "--json", "zv/fs", str(cold))
     assert code == 0 and doc["sent"] is None and "already restorable" in doc["reason"]
-    validate_document("cold-send.schema.json", doc)
+    validate_document("cold-send", doc)
 
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     code, doc = cli("cold", "send", "--json", "--dry-run", "zv/fs", str(fresh))
     assert code == 0 and doc["dry_run"] is True and doc["sent"] is None
-    validate_document("cold-send.schema.json", doc)
+    validate_document("cold-send", doc)
     assert [p["estimated_bytes"] for p in doc["planned"]] == [4096]
     assert doc["planned"][0]["command"][:2] == ["zfs", "send"]
     assert set(os.listdir(fresh)) <= set(lock.FILES)  # nothing written but the lock files
@@ -565,23 +657,23 @@ PRUNE_FILES = {
 }
 
 
-@exercises("cold-prune.schema.json")
+@exercises("cold-prune")
 def test_cold_prune_documents(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _archive(tmp_path / "cold", PRUNE_FILES)
     code, doc = cli("cold", "prune", "--json", str(root))
     assert code == 0 and doc["dry_run"] is True
-    validate_document("cold-prune.schema.json", doc)
+    validate_document("cold-prune", doc)
     (fs,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
     assert fs["remove"] == [INC_S1_S2, FULL_S1] and fs["newest_kept"]["snapshot"] == "s3"
 
     code, doc = cli("cold", "prune", "--json", "--keep-chains", "2", str(root))
     assert code == 0 and all(d["newest_kept"] is None for d in doc["datasets"])
-    validate_document("cold-prune.schema.json", doc)
+    validate_document("cold-prune", doc)
 
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))  # the dataset is not on this host
     code, doc = cli("cold", "prune", "--json", "--yes", str(root))
     assert code == 0 and doc["dry_run"] is False
-    validate_document("cold-prune.schema.json", doc)
+    validate_document("cold-prune", doc)
     (fs,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
     assert fs["deleted"] == [INC_S1_S2, FULL_S1] and fs["released"] == []
     assert "not reachable" in fs["note"]
@@ -591,10 +683,10 @@ def test_cold_prune_documents(cli: Run, tmp_path: Path, monkeypatch: pytest.Monk
     (root / "replicated-s2.zstream").write_bytes(bytes(data))
     code, doc = cli("cold", "prune", "--json", "--yes", str(root))
     assert code == 1 and doc["refused"] and doc["dry_run"] is False
-    validate_document("cold-prune.schema.json", doc)
+    validate_document("cold-prune", doc)
 
 
-@exercises("cold-prune.schema.json")
+@exercises("cold-prune")
 def test_cold_prune_document_listing_lost_snapshots() -> None:
     """The fixtures hold no chain whose snapshots a newer chain lacks: this one decision is
     planned from a synthetic archive (as tests/cold/test_prune_plan.py does) and rendered by
@@ -619,11 +711,11 @@ def test_cold_prune_document_listing_lost_snapshots() -> None:
     decisions = plan_prune(report, keep_chains=1)
     pruned = Pruned(decisions, {}, False, blocked(report), [], report.exit_code)
     doc = json.loads(cold_report.prune_json(pruned))
-    validate_document("cold-prune.schema.json", doc)
+    validate_document("cold-prune", doc)
     assert [lost["snapshot"] for lost in doc["datasets"][0]["lost"]] == ["1", "2"]
 
 
-@exercises("cold-repair.schema.json")
+@exercises("cold-repair")
 def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
     root = _archive(
         tmp_path / "cold",
@@ -633,7 +725,7 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
     assert made.returncode == 0, made.stdout + made.stderr
     code, doc = cli("cold", "repair", "--json", str(root))
     assert code == 0 and doc["repairs"] == [] and doc["exit_code"] == 0
-    validate_document("cold-repair.schema.json", doc)
+    validate_document("cold-repair", doc)
     flipped = bytearray((root / FULL_S1).read_bytes())
     flipped[1000] ^= 1
     (root / FULL_S1).write_bytes(bytes(flipped))
@@ -641,14 +733,14 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
         f.seek(1000)
         f.write(bytes(100_000))
     code, doc = cli("cold", "repair", "--json", "--dry-run", str(root))
-    validate_document("cold-repair.schema.json", doc)
+    validate_document("cold-repair", doc)
     assert code == 1 and doc["dry_run"] is True
     assert {r["file"]: r["status"] for r in doc["repairs"]} == {
         FULL_S1: "repairable",
         INC_S1_S2: "unrepairable",
     }
     code, doc = cli("cold", "repair", "--json", "--remove-damaged", str(root))
-    validate_document("cold-repair.schema.json", doc)
+    validate_document("cold-repair", doc)
     assert code == 1 == doc["exit_code"]
     assert {r["file"]: r["status"] for r in doc["repairs"]} == {
         FULL_S1: "repaired",
@@ -657,7 +749,7 @@ def test_cold_repair_documents(cli: Run, tmp_path: Path) -> None:
     assert doc["removed"] == [f"{FULL_S1}.damaged"]  # proven just now, so --yes removed it
 
 
-@exercises("cold-scrub.schema.json")
+@exercises("cold-scrub")
 def test_cold_scrub_documents(cli: Run, tmp_path: Path) -> None:
     """A first run within a budget (files left unproven), then one that finds a byte
     flipped in a stream with parity: every optional key (parity, problems) appears."""
@@ -668,35 +760,35 @@ def test_cold_scrub_documents(cli: Run, tmp_path: Path) -> None:
     made = zverify("cold", "parity", "--no-progress", "--parity", "10", str(root))
     assert made.returncode == 0, made.stdout + made.stderr
     code, doc = cli("cold", "scrub", "--json", "--max-bytes", "1", str(root))
-    validate_document("cold-scrub.schema.json", doc)
+    validate_document("cold-scrub", doc)
     assert code == 0 and doc["oldest_proof_age_seconds"] is None and doc["stopped"]
     flipped = bytearray((root / FULL_S1).read_bytes())
     flipped[1000] ^= 1
     (root / FULL_S1).write_bytes(bytes(flipped))
     code, doc = cli("cold", "scrub", "--json", str(root))
-    validate_document("cold-scrub.schema.json", doc)
+    validate_document("cold-scrub", doc)
     files = {f["file"]: f for f in doc["files"]}
     assert code == 1 and files[FULL_S1]["result"] == "damaged"
     assert files[FULL_S1]["parity"]["repair"]["status"] == "repairable"
 
 
-@exercises("cold-restore.schema.json")
+@exercises("cold-restore")
 def test_cold_restore_documents(cli: Run, tmp_path: Path) -> None:
     root = _archive(
         tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"}
     )
     code, doc = cli("cold", "restore", "--json", "-n", str(root), "tank/back")
     assert code == 0 and doc["dry_run"] is True and doc["restored"] is None
-    validate_document("cold-restore.schema.json", doc)
+    validate_document("cold-restore", doc)
     assert doc["files"] == [FULL_S1, INC_S1_S2] and doc["snapshot"]["name"] == "s2"
     assert doc["snapshot"]["guid"] == str(GUIDS["zv/fs@s2"])
     script = tmp_path / "receive.sh"
     code, doc = cli("cold", "restore", "--json", "--script", str(script), str(root), "tank/b")
     assert code == 0 and doc["script"] == str(script) and script.read_text().startswith("#!")
-    validate_document("cold-restore.schema.json", doc)
+    validate_document("cold-restore", doc)
 
 
-@exercises("cold-lock.schema.json")
+@exercises("cold-lock")
 def test_cold_lock_documents() -> None:
     """Rendered from results (the command itself runs against a real S3 server with object
     lock in tests/s3/test_cold_bucket.py): a run and a dry run, with a problem not read."""
@@ -711,39 +803,39 @@ def test_cold_lock_documents() -> None:
         ),
     ):
         doc = json.loads(cold_report.lock_json(result))
-        validate_document("cold-lock.schema.json", doc)
+        validate_document("cold-lock", doc)
         assert doc["exit_code"] == result.exit_code
 
 
-@exercises("cold-clean.schema.json")
+@exercises("cold-clean")
 def test_cold_clean_documents(cli: Run, tmp_path: Path) -> None:
     root = _archive(tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream"})
     (root / f"{INC_S1_S2}.partial").write_bytes(b"half a stream")
     os.symlink("/etc/passwd", root / "other.partial")
     code, doc = cli("cold", "clean", "--json", str(root))
     assert code == 1 and doc["dry_run"] is True  # the symlink is left alone
-    validate_document("cold-clean.schema.json", doc)
+    validate_document("cold-clean", doc)
     assert {e["file"]: e["status"] for e in doc["leftovers"]} == {
         f"{INC_S1_S2}.partial": "would-remove",
         "other.partial": "left",
     }
     code, doc = cli("cold", "clean", "--json", "--yes", str(root))
-    validate_document("cold-clean.schema.json", doc)
+    validate_document("cold-clean", doc)
     statuses = {e["file"]: e["status"] for e in doc["leftovers"]}
     assert statuses[f"{INC_S1_S2}.partial"] == "removed" and doc["dry_run"] is False
 
 
-@exercises("cold-parity.schema.json")
+@exercises("cold-parity")
 def test_cold_parity_documents(cli: Run, tmp_path: Path) -> None:
     root = _archive(
         tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"}
     )
     code, doc = cli("cold", "parity", "--json", "-n", str(root))
     assert code == 0 and doc["dry_run"] is True and doc["percent"] == 10
-    validate_document("cold-parity.schema.json", doc)
+    validate_document("cold-parity", doc)
     assert {e["status"] for e in doc["streams"]} == {"added"}
     assert not list(root.glob("*.par2"))  # a dry run made nothing
     code, doc = cli("cold", "parity", "--json", "--parity", "5", str(root))
     assert code == 0 and doc["dry_run"] is False and doc["exit_code"] == 0
-    validate_document("cold-parity.schema.json", doc)
+    validate_document("cold-parity", doc)
     assert len(list(root.glob("*.par2"))) >= 2

@@ -35,7 +35,7 @@ from typing import Any
 from tests.cli.console import console_script, zverify
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
-SCHEMAS = Path(__file__).parents[2] / "docs" / "schema"
+SCHEMAS = Path(__file__).parents[2] / "zverify" / "schemas"
 INDEX = json.loads((STREAMS / "index.json").read_text())
 GUIDS = {e["to"]: e["to_guid"] for e in INDEX["streams"]}
 
@@ -191,7 +191,7 @@ class ZfsStandIn:
 
 
 def valid(schema: str, doc: Any) -> None:
-    """doc is valid under docs/schema/SCHEMA (the schemas are closed: a key the renderer added
+    """doc is valid under zverify/schemas/SCHEMA (the schemas are closed: a key the renderer added
     without describing it fails here too)."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match

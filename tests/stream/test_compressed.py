@@ -24,7 +24,7 @@ from zverify.sendstream.validate import verify_stream
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 FULL = STREAMS / "full_fs_s1.zstream"
-SCHEMA_DIR = Path(__file__).parents[2] / "docs" / "schema"
+SCHEMA_DIR = Path(__file__).parents[2] / "zverify" / "schemas"
 SCHEMA = json.loads((SCHEMA_DIR / "stream-verify.schema.json").read_text())
 TOOLS = {"zstd": ["zstd", "-q", "-c"], "gzip": ["gzip", "-c"], "xz": ["xz", "-c"]}
 TOOLS["lz4"] = ["lz4", "-q", "-c"]

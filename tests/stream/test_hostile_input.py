@@ -39,7 +39,7 @@ from zverify.sendstream.validate import SUBSTREAM_KEEP, verify_stream
 MB = 1 << 20
 RSS_LIMIT_MB = 60  # peak RSS of the whole `zverify` process, at any input size
 RSS_SPREAD_MB = 6  # between a small and a large input of the same shape
-SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
+SCHEMAS = Path(__file__).resolve().parents[2] / "zverify" / "schemas"
 
 
 def zverify(*args: str, tmp: Path) -> tuple[int, bytes, float]:

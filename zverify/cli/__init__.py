@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import typer
 
-from zverify import exitcodes
+from zverify import exitcodes, provenance
 from zverify.cli.lazy import LazyCommand, LazyGroup
 from zverify.errors import ZverifyError
 
@@ -53,6 +53,12 @@ class Commands(LazyGroup):
             "app",
             "Send-stream archives on cold storage: send, check, scrub, restore, prune, clean, "
             "parity, repair, lock.",
+        ),
+        "schema": LazyCommand(
+            "zverify.cli.schema",
+            "schema",
+            "Print the JSON Schema of the --json documents NAME (compare, cold-check...); "
+            "without NAME, list the names.",
         ),
     }
 
@@ -155,6 +161,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never raises (but SystemExit)."""
     try:  # a signal from the first moment on takes the clean-up path below
         signal.signal(signal.SIGTERM, _terminate)
+        provenance.start()  # every JSON document's "started"
         if _mpi_asked(argv):
             _hold_mpi_signals()
         chosen = _make_app(completion=True) if _completion_asked(argv) else app

@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Callable
 
-from zverify import __version__, boundedjson
+from zverify import __version__, boundedjson, provenance
 from zverify.cold import entries, names
 from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
@@ -48,6 +48,7 @@ def document(
         "created": int(time.time()),
         "zfs_version": zfs_version,
         "zverify_version": __version__,
+        provenance.KEY: provenance.producer(),  # as in every JSON document zverify writes
     }  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from zverify import __version__
+from zverify import __version__, provenance
 from zverify.compare.sizes import SideTally
 from zverify.entry import Entry, Kind
 from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
@@ -50,6 +50,7 @@ def header(root: str, options: WalkOptions) -> dict[str, object]:
         "root": escape(os.fsencode(os.path.abspath(root))),
         "host": socket.gethostname(),
         "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        provenance.KEY: provenance.producer(finished=False),  # the trailer's finishes it
         "filesystem": {
             "type": fs.fstype,
             "source": fs.source,
@@ -135,6 +136,7 @@ class ManifestWriter:
         }
         self._flush()
         trailer = {"end": end, "blake3": self._digest.hexdigest()}
+        trailer[provenance.KEY] = provenance.producer()  # not hashed: written after the digest
         self._out.write(json.dumps(trailer, separators=(",", ":")).encode("ascii") + b"\n")
 
     def _emit(self, line: str) -> None:

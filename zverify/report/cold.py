@@ -1,6 +1,6 @@
 """Rendering of every cold command's result (zverify.cold.operations): text for people, whose
 last line is the verdict (-q prints only that line), and JSON (GUIDs as decimal strings)
-described by docs/schema/cold-*.schema.json.
+described by the schemas cold-* (`zverify schema cold-check`...).
 
 An archive directory may hold any name: in text, every name goes through pathnames'
 for_terminal (bytes that are not UTF-8 as \\xHH, a newline as \\n) and nothing else in a
@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from zverify import exitcodes
+from zverify import exitcodes, provenance
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
@@ -179,6 +179,7 @@ def check_json(report: ArchiveReport) -> str:
     loose = [p for p in report.problems if p.dataset not in by_dataset]
     doc = {
         "schema": CHECK_SCHEMA,
+        provenance.KEY: provenance.producer(),
         "depth": report.depth,
         "directory": report.directory,
         "places": [_name(p) for p in report.places or [report.directory]],
@@ -342,6 +343,7 @@ def prune_json(r: Pruned) -> str:
     }
     doc = {
         "schema": PRUNE_SCHEMA,
+        provenance.KEY: provenance.producer(),
         "dry_run": not r.yes,
         "refused": _message(r.blocked) if r.blocked else None,
         "problems": [_problem_doc(p) for p in r.problems or []],
@@ -392,6 +394,7 @@ def lock_json(r: LockedChains) -> str:
     return _dump(
         {
             "schema": LOCK_SCHEMA,
+            provenance.KEY: provenance.producer(),
             "places": r.places,
             "dry_run": r.dry_run,
             "exit_code": r.exit_code,
@@ -443,6 +446,7 @@ def clean_json(r: Cleaned) -> str:
     return _dump(
         {
             "schema": CLEAN_SCHEMA,
+            provenance.KEY: provenance.producer(),
             "places": r.places,
             "dry_run": not r.yes,
             "exit_code": r.exit_code,
@@ -508,6 +512,7 @@ def _repair_verdict(r: Repaired) -> str:
 def repair_json(r: Repaired) -> str:
     doc = {
         "schema": REPAIR_SCHEMA,
+        provenance.KEY: provenance.producer(),
         "directory": r.places,
         "dry_run": r.dry_run,
         "exit_code": r.exit_code,
@@ -585,7 +590,7 @@ def send_text(r: Sent) -> str:
 
 
 def send_json(r: Sent) -> str:
-    doc: dict[str, Any] = {"schema": SEND_SCHEMA}
+    doc: dict[str, Any] = {"schema": SEND_SCHEMA, provenance.KEY: provenance.producer()}
     if r.planned is not None:
         doc["dry_run"] = True
         doc["planned"] = [
@@ -637,6 +642,7 @@ def restore_json(r: Restored) -> str:
     return _dump(
         {
             "schema": RESTORE_SCHEMA,
+            provenance.KEY: provenance.producer(),
             "dataset": plan.dataset,
             "snapshot": {"name": plan.snapshot.snapshot, "guid": str(plan.snapshot.guid)},
             "files": [_name(n) for n in plan.files],
@@ -673,6 +679,7 @@ def parity_json(r: Protected) -> str:
     return _dump(
         {
             "schema": PARITY_SCHEMA,
+            provenance.KEY: provenance.producer(),
             "dry_run": r.dry_run,
             "percent": r.percent,
             "exit_code": r.exit_code,

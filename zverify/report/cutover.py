@@ -5,7 +5,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from zverify import exitcodes
+from zverify import exitcodes, provenance
 from zverify.cutover.findings import Finding, Severity
 from zverify.cutover.result import CutoverResult, DatasetResult
 
@@ -78,6 +78,7 @@ def _verdict(result: CutoverResult) -> str:
 def render_json(result: CutoverResult) -> str:
     doc = {
         "schema": SCHEMA,
+        provenance.KEY: provenance.producer(),
         "src": result.src_root,
         "dst": result.dst_root,
         "recursive": result.recursive,

@@ -1,4 +1,4 @@
-"""`--json` and `--jsonl` renderings of a CompareResult; the schemas are in docs/schema/.
+"""`--json` and `--jsonl` renderings of a CompareResult; the schemas are `zverify schema NAME`.
 
 Both are written as the comparison goes (JsonStream, JsonLinesStream): each difference when
 it is found, the summary at the end, so memory does not grow with the differences.  A run
@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from zverify import provenance
 from zverify.compare.diffs import Difference
 from zverify.compare.result import CompareResult
 from zverify.compare.sizes import SideTally
@@ -146,6 +147,8 @@ class JsonStream:
             self._close_with({"complete": False, "error": message})
 
     def _close_with(self, fields: dict[str, Any]) -> None:
+        # the producer goes last: only now is "finished" known
+        fields[provenance.KEY] = provenance.producer()
         tail = json.dumps(fields, indent=2, ensure_ascii=False)  # "{\n  ...\n}"
         self._write(("]" if self._first else "\n  ]") + "," + tail[1:] + "\n")
 
@@ -158,6 +161,7 @@ class JsonLinesStream:
         self._header: dict[str, Any] | None = {
             "type": "header",
             "schema": LINES_SCHEMA,
+            provenance.KEY: provenance.producer(finished=False),  # the summary line finishes
             **_path_fields("src", os.fsencode(src)),
             **_path_fields("dst", os.fsencode(dst)),
         }
@@ -172,8 +176,9 @@ class JsonLinesStream:
         self._line({"type": "difference", **difference_doc(d)})
 
     def finish(self, result: CompareResult) -> None:
-        self._line({"type": "summary", **summary(result)})
+        self._line({"type": "summary", **summary(result), provenance.KEY: provenance.producer()})
 
     def abort(self, message: str) -> None:
         if self._header is None:
-            self._line({"type": "summary", "complete": False, "error": message})
+            ended = {"complete": False, "error": message, provenance.KEY: provenance.producer()}
+            self._line({"type": "summary", **ended})

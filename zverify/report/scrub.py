@@ -1,5 +1,5 @@
 """Rendering of `cold scrub` (zverify.cold.scrub.ScrubReport): text whose last line is the
-verdict, JSON (docs/schema/cold-scrub.schema.json) and a node_exporter textfile.
+verdict, JSON (`zverify schema cold-scrub`) and a node_exporter textfile.
 
 The number to alert on is the age of the oldest proof: in JSON null, in the textfile +Inf,
 while any file has no proof that stands (never proven, or its last proof failed), so that
@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from zverify import exitcodes
+from zverify import exitcodes, provenance
 from zverify.cold.check import UNVERIFIED
 from zverify.cold.names import shown
 from zverify.cold.repair import describe
@@ -75,6 +75,7 @@ def json_doc(r: ScrubReport) -> str:
     oldest = r.oldest_proof_age
     doc: dict[str, Any] = {
         "schema": SCHEMA,
+        provenance.KEY: provenance.producer(),
         "places": [_name(p) for p in r.places],
         "ledger": _name(r.ledger.path),
         "ledger_records": len(r.ledger.records),

@@ -1,5 +1,5 @@
 """Rendering of `zverify stream` results: text and JSON for verify, info and token; the JSON
-schemas are in docs/schema/ (stream-verify, stream-info, stream-token)."""
+schemas are `zverify schema stream-verify` (stream-info, stream-token)."""
 
 import json
 import textwrap
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from zverify import provenance
 from zverify.sendstream.token import ResumeToken
 from zverify.sendstream.validate import StreamReport, Substream
 
@@ -22,6 +23,7 @@ def verify_text(reports: list[StreamReport]) -> str:
 def verify_json(reports: list[StreamReport]) -> str:
     doc = {
         "schema": VERIFY_SCHEMA,
+        provenance.KEY: provenance.producer(),
         "valid": all(r.valid for r in reports),
         "files": [_verify_doc(r) for r in reports],
     }
@@ -35,10 +37,11 @@ def info_json(report: StreamReport) -> str:
 def info_json_chunks(report: StreamReport) -> Iterator[str]:
     """The document json.dumps(indent=2) would make, one substream at a time: a package
     of a quarter million substreams is never one string (nor one list of dicts)."""
-    text = json.dumps({"schema": INFO_SCHEMA, **report.as_dict(substreams=False)}, indent=2)
+    first = {"schema": INFO_SCHEMA, provenance.KEY: provenance.producer()}
+    text = json.dumps(first | report.as_dict(substreams=False), indent=2)
     head, marker, tail = text.partition('"substreams": []')
     if not report.substreams or not marker:
-        yield json.dumps({"schema": INFO_SCHEMA, **report.as_dict()}, indent=2) + "\n"
+        yield json.dumps(first | report.as_dict(), indent=2) + "\n"
         return
     yield head + '"substreams": [\n'
     last = len(report.substreams) - 1
@@ -164,6 +167,7 @@ def token_text(tok: ResumeToken) -> str:
 def token_json(tok: ResumeToken) -> str:
     doc = {
         "schema": TOKEN_SCHEMA,
+        provenance.KEY: provenance.producer(),
         "valid": True,
         "version": tok.version,
         "checksum_order": tok.checksum_order,
@@ -176,4 +180,5 @@ def bad_token_text(message: str) -> str:
 
 
 def bad_token_json(message: str) -> str:
-    return json.dumps({"schema": TOKEN_SCHEMA, "valid": False, "message": message}) + "\n"
+    doc = {"schema": TOKEN_SCHEMA, provenance.KEY: provenance.producer()}
+    return json.dumps(doc | {"valid": False, "message": message}) + "\n"
