@@ -73,6 +73,8 @@ def _make_app(completion: bool) -> typer.Typer:
         pretty_exceptions_show_locals=False,
         add_completion=completion,
         rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
+        # -h as b3sum, rclone and zfs take it; every subcommand's context inherits the names
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
     made.callback()(_root)
     return made
@@ -104,6 +106,7 @@ def _root(
     version: bool = typer.Option(
         False,
         "--version",
+        "-V",
         callback=_show_version,
         is_eager=True,
         help="Print the version, the hashing kernels in use and the ZFS reachable here.",
