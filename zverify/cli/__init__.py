@@ -67,7 +67,8 @@ def _make_app(completion: bool) -> typer.Typer:
         cls=Commands,
         name="zverify",
         help="Prove a copy is complete and exact, and explain what differs.  Shell "
-        "completion: zverify --install-completion (or --show-completion).",
+        "completion for bash, zsh and fish is installed with the package (man zverify); "
+        "where it is not found: zverify --install-completion.",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         pretty_exceptions_show_locals=False,
