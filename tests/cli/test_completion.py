@@ -4,6 +4,7 @@ the CLI, driven in the real shells, and offering only values the commands accept
 import functools
 import importlib.util
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -107,6 +108,47 @@ def test_zsh_file_parses_and_loads() -> None:
     load += "print -r -- $_comps[zverify]"
     done = subprocess.run(["zsh", "-f", "-c", load], capture_output=True, text=True)
     assert done.stdout.strip() == "_zverify" and done.stderr == "", done.stderr
+
+
+# zsh completes only inside its line editor: a zsh under a pseudo-terminal (zpty) types
+# the line and TAB, and what it lists is read back.
+ZSH_DRIVER = r"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PROMPT='>'; RPROMPT=''"
+zpty -w z "fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D; setopt NO_BEEP; print RE''ADY"
+zpty -r -m z line '*READY*'
+zpty -n -w z "$2"$'\t'
+sleep 2
+local all="" chunk
+while zpty -r -t z chunk; do all+=$chunk; done
+print -r -- "$all"
+zpty -d z
+"""
+
+
+def _zsh(line: str, cwd: Path) -> set[str]:
+    """The words zsh lists after TAB on `line` (typed in directory cwd)."""
+    done = subprocess.run(
+        ["zsh", "-f", "-c", ZSH_DRIVER, "zsh", str(_file("zsh").parent), line],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stdout)
+    listed = shown[shown.index(line.strip()) + len(line.strip()) :]  # after its echo
+    return set(re.findall(r"[\w.,-]+", listed))
+
+
+def test_zsh_completes_commands_values_and_files(tmp_path: Path) -> None:
+    if shutil.which("zsh") is None:
+        pytest.skip("zsh is not installed: its completion file is not checked")
+    (tmp_path / "decoy-file").write_text("")
+    assert {"send", "check", "scrub"} <= _zsh("zverify cold ", tmp_path)
+    offered = _zsh("zverify cold check --depth ", tmp_path)
+    assert {"full", "sample", "metadata"} <= offered and "decoy-file" not in offered
+    assert "decoy-file" in _zsh("zverify compare ", tmp_path)
 
 
 def _fish(line: str) -> list[str]:
