@@ -39,6 +39,9 @@ def test_every_help_ends_with_exit_codes_and_two_examples(command: list[str]) ->
     assert done.returncode == 0, done.stderr
     tail = done.stdout[done.stdout.index("--help") :]
     assert "Exit codes: 0 " in tail, done.stdout
+    # any command can fail to verify, if only by a usage error: its help must say 2
+    codes = tail[tail.index("Exit codes: ") : tail.index("Examples")]
+    assert ", 2 " in codes, codes
     examples = tail[tail.index("Examples") :].splitlines()[1:]
     runs = [line.strip() for line in examples if line.strip().startswith(("zverify ", "zfs "))]
     assert len(runs) == 2 and all(f"zverify {command[0]}" in "".join(runs) for _ in runs), tail
