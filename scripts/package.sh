@@ -21,7 +21,7 @@ wheel=$(ls "$work"/dist/zverify-*.whl)
 "${pip[@]}" install "$wheel[test]"
 mkdir "$work/run"
 cp -r tests docs "$work/run/"  # docs: the JSON Schemas and the man page the tests check
-mkdir "$work/run/scripts" && cp scripts/manpage.py "$work/run/scripts/"
+mkdir "$work/run/scripts" && cp scripts/manpage.py scripts/completions.py "$work/run/scripts/"
 cp pyproject.toml "$work/run/"  # pytest's configuration (markers), not the package
 echo "package: $(basename "$sdist") -> $(basename "$wheel"), installed: $("$work/venv/bin/zverify" --version | head -1)"
 cd "$work/run"

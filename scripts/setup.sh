@@ -17,6 +17,7 @@ APT_PACKAGES=(
     libfuse3-dev fuse3                   # tests/faults/faultfs.c: device faults over FUSE
     par2                                 # tests: stock par2cmdline verifies zverify's parity
     openmpi-bin libopenmpi-dev           # compare --mpi: mpirun, and the MPI mpi4py binds
+    zsh fish                             # tests: the completion files in their own shells
 )
 
 missing=()

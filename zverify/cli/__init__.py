@@ -73,12 +73,15 @@ def _make_app(completion: bool) -> typer.Typer:
         cls=Commands,
         name="zverify",
         help="Prove a copy is complete and exact, and explain what differs.  Shell "
-        "completion: zverify --install-completion (or --show-completion).",
+        "completion for bash, zsh and fish is installed with the package (man zverify); "
+        "where it is not found: zverify --install-completion.",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         pretty_exceptions_show_locals=False,
         add_completion=completion,
         rich_markup_mode=None,  # plain help: rich costs ~50 ms of start-up on every --help
+        # -h as b3sum, rclone and zfs take it; every subcommand's context inherits the names
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
     made.callback()(_root)
     return made
@@ -110,6 +113,7 @@ def _root(
     version: bool = typer.Option(
         False,
         "--version",
+        "-V",
         callback=_show_version,
         is_eager=True,
         help="Print the version, the hashing kernels in use and the ZFS reachable here.",

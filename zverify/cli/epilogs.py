@@ -44,7 +44,8 @@ def compare() -> str:
             _block("Codes at the start of each difference line", _codes()),
             f"Exit codes: {_OK} identical, {_BAD} different (and everything was verified), "
             f"{_TROUBLE} could not verify everything (unreadable, damaged, usage error), "
-            f"{_INT} interrupted.",
+            f"{_INT} interrupted, {exitcodes.BROKEN_PIPE} stdout closed (| head), "
+            f"{exitcodes.TERMINATED} terminated (SIGTERM).",
             _block(
                 "Examples",
                 [
@@ -86,7 +87,7 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify stream info --json backup.zfs",
     ),
     "stream token": _simple(
-        f"{_OK} decoded, {_BAD} damaged or malformed.",
+        f"{_OK} decoded, {_BAD} damaged or malformed, {_TROUBLE} usage error.",
         "zverify stream token 1-e604ea4bf-e0-789c63a2...",
         'zverify stream token --json "$(zfs get -Hpo value receive_resume_token pool/set)"',
     ),

@@ -73,6 +73,8 @@ PROFILES: dict[str, frozenset[DiffKind]] = {
 }
 MAX_MTIME_WINDOW = 86_400 * 366  # a year: beyond that, --ignore mtime says what is meant
 NEVER_IGNORED = frozenset({DiffKind.ERROR, DiffKind.CHANGED})
+# What --ignore accepts: a move is not an attribute (only --detect-moves finds one).
+IGNORABLE = tuple(k for k in DiffKind if k not in NEVER_IGNORED and k is not DiffKind.MOVED)
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def _parse_ignore(ignore: str | None) -> set[DiffKind]:
         try:
             kind = DiffKind(name)
         except ValueError:
-            valid_names = [k.value for k in DiffKind if k not in NEVER_IGNORED | {DiffKind.MOVED}]
+            valid_names = [k.value for k in IGNORABLE]
             valid = ", ".join(valid_names)
             raise UsageError(
                 f"--ignore: unknown attribute {name!r}{did_you_mean(name, valid_names)} "
