@@ -73,8 +73,9 @@ def remote_side(name: str, path: str, options: WalkOptions) -> Side:
     )  # fmt: skip
 
 
-def manifest_side(name: str, path: str, keep_xattrs: bool) -> Side:
+def manifest_side(name: str, path: str, keep_xattrs: bool, asked: Algorithm | None = None) -> Side:
+    """asked: --hash, which a checkfile of 64-hex digests needs when its name does not tell."""
     # imported here: `zverify compare` on two live trees never loads the manifest readers
     from zverify.manifest.open import open_manifest
 
-    return open_manifest(name, path, keep_xattrs)
+    return open_manifest(name, path, keep_xattrs, asked)

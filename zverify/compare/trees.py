@@ -77,7 +77,7 @@ def compare_trees(
     opened: dict[str, Side] = {}
     try:
         for name in manifests:
-            opened[name] = manifest_side(name, paths[name], keep_xattrs=policy.needs_xattrs)
+            opened[name] = manifest_side(name, paths[name], policy.needs_xattrs, algorithm)
         chosen = _agreed_algorithm(algorithm, list(opened.values()))
         _check_recorded(policy, list(opened.values()))
         narrowed = _agreed_filter(filter or Filter(), list(opened.values()))
