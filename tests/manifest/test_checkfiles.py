@@ -170,6 +170,9 @@ def test_what_a_checkfile_cannot_tell_is_refused(plain: Path, tmp_path: Path) ->
     listed = _sums("sha256sum", plain, tmp_path / "SHA256SUMS")
     said = compare_fails(listed, plain)  # --profile full
     assert "cannot tell hardlink,mode,mtime,owner,xattr" in said and "--profile content" in said
+    (plain / "a").write_bytes(b"ALPHA\n")  # --quick compares sizes: a checkfile has none
+    said = compare_fails(listed, plain, "--profile", "content", "--quick")
+    assert "records no file sizes" in said and "--quick" in said, said
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ class Side:
     algorithm: Algorithm | None = None  # fixed by a manifest; None: a live tree hashes any
     lacking: dict[DiffKind, str] = field(default_factory=dict)  # kinds it cannot tell, why
     files_only: bool = False  # lists regular files only (checkfile formats): no directories
+    sizes: bool = True  # False: records no file sizes (a checkfile, a BagIt manifest)
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     one_file_system: bool = False  # recorded with -x: the live side must not cross mounts

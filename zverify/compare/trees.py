@@ -19,7 +19,7 @@ from zverify.compare.engine import (
 )
 from zverify.compare.joined import JoinedWalks
 from zverify.compare.march import Pair
-from zverify.compare.policy import PROFILES, ComparePolicy
+from zverify.compare.policy import PROFILES, ComparePolicy, DiffKind
 from zverify.compare.result import CompareResult
 from zverify.compare.sides import (
     Side,
@@ -196,6 +196,11 @@ def _agreed_filter(asked: Filter, manifests: list[Side]) -> Filter:
 def _check_recorded(policy: ComparePolicy, sides: list[Side]) -> None:
     """Refuse to compare a kind a side cannot tell: its absence would pass for identical."""
     for side in sides:
+        if policy.quick and policy.checks(DiffKind.CONTENT) and not side.sizes:
+            raise UsageError(
+                f"{side.name} {side.label!r} records no file sizes, which --quick compares "
+                "in place of content: leave out --quick to compare its digests"
+            )
         lacking = {k: why for k, why in side.lacking.items() if policy.checks(k)}
         if not lacking:
             continue

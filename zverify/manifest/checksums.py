@@ -254,7 +254,7 @@ def _listing(lines: list[_Line], algorithm: Algorithm, told: str) -> Listing:
         f"{len(entries):,} files, {algorithm} digests (told by {told}), {where}, "
         "no sizes (its du counts 0)"
     )
-    return Listing(entries, algorithm, dict(LACKING), files_only=True, summary=summary)
+    return Listing(entries, algorithm, dict(LACKING), files_only=True, sizes=False, summary=summary)
 
 
 def _relative(name: bytes) -> bytes:

@@ -123,6 +123,7 @@ def _listed(name: str, path: str, spec: Listing, what: str) -> Side:
         algorithm=spec.algorithm,
         lacking=spec.lacking,
         files_only=spec.files_only,
+        sizes=spec.sizes,
         notes=[f"{name} is {what}: {spec.summary}"],
     )
 
