@@ -166,6 +166,17 @@ def test_a_file_the_checkfile_does_not_list_is_extra(plain: Path, tmp_path: Path
     assert b"IDENTICAL under profile content minus extra" in done.stdout  # says what it skipped
 
 
+def test_a_checkfile_kept_in_the_tree_says_how_to_leave_it_out(plain: Path) -> None:
+    """`sha256sum * > SUMS` in the tree: the list is a file of the tree it cannot list."""
+    listed = _sums("sha256sum", plain, plain / "SHA256SUMS")
+    code, doc = compare(listed, plain, "--profile", "content")
+    assert code == 1
+    assert [(d["path"], d["kind"]) for d in doc["differences"]] == [("SHA256SUMS", "extra")]
+    assert any("--exclude /SHA256SUMS leaves it out" in note for note in doc["notes"])
+    code, doc = compare(listed, plain, "--profile", "content", "--exclude", "/SHA256SUMS")
+    assert code == 0 and doc["identical"] is True
+
+
 def test_what_a_checkfile_cannot_tell_is_refused(plain: Path, tmp_path: Path) -> None:
     listed = _sums("sha256sum", plain, tmp_path / "SHA256SUMS")
     said = compare_fails(listed, plain)  # --profile full

@@ -73,7 +73,7 @@ def compare_trees(
             f"--mpi walks two live trees; {manifests[0]} {paths[manifests[0]]!r} is a "
             "manifest (compare it without --mpi)"
         )
-    notes = [] if manifests else _check_roots(src, dst)
+    notes = _manifest_inside(paths, manifests) if manifests else _check_roots(src, dst)
     opened: dict[str, Side] = {}
     try:
         for name in manifests:
@@ -254,6 +254,27 @@ def _check_roots(src: str, dst: str) -> list[str]:
         notes.append("DST lies inside SRC: its entries are also compared as part of SRC")
     if _inside(src, d):
         notes.append("SRC lies inside DST: its entries are also compared as part of DST")
+    return notes
+
+
+def _manifest_inside(paths: dict[str, str], manifests: list[str]) -> list[str]:
+    """Note a manifest kept in the tree it describes (`sha256sum * > SUMS`): it cannot list
+    itself, so it is a file of that tree like any other, and says how to leave it out."""
+    notes = []
+    for name in manifests:
+        (other,) = (n for n in SIDES if n != name)
+        if paths[name] == "-" or other in manifests:
+            continue
+        try:
+            inside = _inside(paths[name], os.stat(paths[other]))
+        except OSError:
+            continue  # the walk reports an unreadable root
+        below = os.path.relpath(os.path.realpath(paths[name]), os.path.realpath(paths[other]))
+        if inside and not below.startswith(".."):
+            notes.append(
+                f"{name} manifest is {other}'s {below!r}: compared as any {other} file "
+                f"(--exclude /{below} leaves it out)"
+            )
     return notes
 
 
