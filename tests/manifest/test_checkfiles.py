@@ -249,3 +249,22 @@ def test_md5sum_is_hashed_too(plain: Path, tmp_path: Path) -> None:
     listed = _sums("md5sum", plain, tmp_path / "list")
     code, doc = compare(listed, plain, "--profile", "content")
     assert code == 0 and doc["algorithm"] == "md5"
+
+
+def test_b2sum_lists_are_not_read_as_sha512(plain: Path, tmp_path: Path) -> None:
+    """b2sum writes 128 hex digits like sha512sum: hashed with SHA-512, every file would be
+    reported different; its name (B2SUMS, *.b2) or its tag says BLAKE2."""
+    said = compare_fails(_sums("b2sum", plain, tmp_path / "B2SUMS"), plain, "--profile", "content")
+    assert "BLAKE2" in said and "line 1" in said, said
+    tagged = _sums("b2sum", plain, tmp_path / "list", "--tag")
+    said = compare_fails(tagged, plain, "--profile", "content")
+    assert "BLAKE2b digests: an algorithm zverify cannot hash" in said, said
+    assert compare(_sums("sha512sum", plain, tmp_path / "B2SUMS.sha512"), plain, "--profile",
+                   "content")[0] == 0  # fmt: skip
+
+
+def test_a_lower_case_tag_is_read(plain: Path, tmp_path: Path) -> None:
+    tagged = _sums("md5sum", plain, tmp_path / "list", "--tag")
+    tagged.write_bytes(tagged.read_bytes().replace(b"MD5 (", b"md5 ("))
+    code, doc = compare(tagged, plain, "--profile", "content")
+    assert code == 0 and doc["algorithm"] == "md5"

@@ -71,6 +71,9 @@ _NAME_HINTS = [
     (re.compile(r"blake3|(?<![a-z0-9])b3(?:sums?)?(?![a-z0-9])"), Algorithm.BLAKE3),
     (re.compile(r"xxh(?:3|128)"), Algorithm.XXH3_128),
 ]
+# b2sum writes 128 hex digits as sha512sum does: its name keeps its lines from being hashed
+# with SHA-512 and reported as all different
+_BLAKE2 = re.compile(r"blake2|(?<![a-z0-9])b2(?:sums?)?(?![a-z0-9])")
 _GNU = re.compile(rb"([0-9A-Fa-f]+)[ \t]")
 _TAGGED = re.compile(rb"([A-Za-z][A-Za-z0-9-]*) ?\((.*)\)[ \t]*=[ \t]*([0-9A-Fa-f]+)")
 _UNESCAPE = {b"\\": b"\\", b"n": b"\n", b"r": b"\r"}
@@ -154,7 +157,7 @@ def _line(number: int, text: bytes, cr: bool) -> _Line:
         name = rest if one_space else rest[1:]  # the mode character (` ` or `*`) dropped
         digest, tag = gnu.group(1), None
     elif (tagged := _TAGGED.fullmatch(text)) is not None:
-        tag = TAGS.get(tagged.group(1))
+        tag = TAGS.get(tagged.group(1).upper())  # coreutils wants upper case: no other meaning
         if tag is None:
             shown = tagged.group(1).decode("ascii")
             raise SpecError(number, f"{shown} digests: an algorithm zverify cannot hash")
@@ -194,8 +197,16 @@ def _algorithm(lines: list[_Line], path: str, asked: Algorithm | None) -> tuple[
             raise SpecError(line.number, _mismatch(line, possible))
         possible = narrowed
     assert possible is not None
+    tagged = any(line.tag is not None for line in lines)
+    if len(possible) == 1 and not tagged and possible[0] is Algorithm.SHA512 and asked is None:
+        base = os.path.basename(path).lower()
+        if _BLAKE2.search(base) and not any(w.search(base) for w, _ in _NAME_HINTS):
+            raise SpecError(
+                lines[0].number,
+                "the file's name says BLAKE2 (b2sum), an algorithm zverify cannot hash "
+                "(--hash sha512 reads it as sha512sum's)",
+            )
     if len(possible) == 1:
-        tagged = any(line.tag is not None for line in lines)
         return possible[0], "its tags" if tagged else "the digests' length"
     if asked in possible:
         return asked, "--hash"
@@ -237,7 +248,7 @@ def _listing(lines: list[_Line], algorithm: Algorithm, told: str) -> Listing:
         path = name[len(root) :].lstrip(b"/") if root else name
         why = bad_name(path) or (len(path) > MAX_FOREIGN_PATH and "a name too long") or None
         if why or not path:
-            raise SpecError(line.number, why or f"{os.fsdecode(name)!r} names the root")
+            raise SpecError(line.number, why or f"{os.fsdecode(line.name)!r} names the root")
         if path in seen:
             shown = path[:80].decode("utf-8", "backslashreplace")
             raise SpecError(
