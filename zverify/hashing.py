@@ -1,12 +1,11 @@
 """Content digest algorithms: names users type, and how each is computed.
 
 Every --hash (XXH3-128 by default, BLAKE3, SHA-256, SHA-512) is computed in the C core's
-worker threads (SHA-2 through OpenSSL's libcrypto).  SHA-1 and MD5, which only other tools'
-lists use, are hashed in Python worker threads (walk.py) with hashlib, which releases the
-GIL on large buffers; new_hasher also serves the odd file hashed outside a walk, e.g. a
-BagIt tag file, and cross-checks the C hashers in the tests.  SHA-256, SHA-512, SHA-1 and
-MD5 exist so that checkfiles, mtree specs, BagIt bags and hashdeep lists written by other
-tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
+worker threads (SHA-2 through OpenSSL's libcrypto), and so are SHA-1 and MD5, which only
+other tools' lists use (libcrypto too).  new_hasher serves the odd file hashed outside a
+walk, e.g. a BagIt tag file, and cross-checks the C hashers in the tests.  SHA-256, SHA-512,
+SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and hashdeep lists written
+by other tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
 """
 
 import enum

@@ -52,6 +52,8 @@ enum zv_hash_algo {
     ZV_HASH_BLAKE3 = 2,
     ZV_HASH_SHA256 = 3, /* SHA-2 through OpenSSL's libcrypto (SHA-NI where the CPU has it) */
     ZV_HASH_SHA512 = 4,
+    ZV_HASH_MD5 = 5,    /* MD5 and SHA-1 through libcrypto too: only to check other tools' lists */
+    ZV_HASH_SHA1 = 6,
 };
 #define ZV_DIGEST_MAX 64 /* bytes of the longest digest (SHA-512) */
 
