@@ -106,8 +106,8 @@ typedef struct zv_record {
     char *xattrs;        /* sequence of: name '\0' u32be(len) value */
     size_t xattrs_len;
     int has_xattrs;      /* 0: not read (error or kind without xattrs) */
-    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical (16), BLAKE3 or SHA-256 (32),
-                                          * SHA-512 (64) */
+    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical or MD5 (16), SHA-1 (20),
+                                          * BLAKE3 or SHA-256 (32), SHA-512 (64) */
     size_t digest_len;
     int has_digest;
     int err_op;          /* enum zv_op; ZV_OP_NONE = no error */
