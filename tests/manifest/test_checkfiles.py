@@ -7,6 +7,7 @@ xxh128sum, and zverify must read back exactly the names and digests the tool has
 the installed `zverify compare` must agree with the tree, and catch a changed byte.
 """
 
+import gzip
 import hashlib
 import io
 import os
@@ -268,3 +269,16 @@ def test_a_lower_case_tag_is_read(plain: Path, tmp_path: Path) -> None:
     tagged.write_bytes(tagged.read_bytes().replace(b"MD5 (", b"md5 ("))
     code, doc = compare(tagged, plain, "--profile", "content")
     assert code == 0 and doc["algorithm"] == "md5"
+
+
+@pytest.mark.parametrize(("tool", "sums"), [("sha256sum", "SHA256SUMS"), ("b3sum", "B3SUMS")])
+def test_crlf_text_and_compressed_lists(plain: Path, tmp_path: Path, tool: str, sums: str) -> None:
+    """A list saved as CRLF text reads as the tool wrote it (b3sum too, though it keeps a
+    lone CR in a name), and .gz is decompressed, its name still telling the algorithm."""
+    data = _sums(tool, plain, tmp_path / sums).read_bytes()
+    crlf = tmp_path / f"crlf-{sums}"
+    crlf.write_bytes(data.replace(b"\n", b"\r\n"))
+    assert compare(crlf, plain, "--profile", "content")[0] == 0
+    packed = tmp_path / f"{sums}.gz"
+    packed.write_bytes(gzip.compress(data))
+    assert compare(packed, plain, "--profile", "content")[0] == 0
