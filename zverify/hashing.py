@@ -1,14 +1,12 @@
 """Content digest algorithms: names users type, and how each is computed.
 
 Every --hash (XXH3-128 by default, BLAKE3, SHA-256, SHA-512) is computed in the C core's
-worker threads (SHA-2 through OpenSSL's libcrypto).  SHA-1 and MD5, which only other tools'
-lists use, are hashed in Python worker threads (walk.py) with hashlib, which releases the
-GIL on large buffers; new_hasher also serves the odd file hashed outside a walk, e.g. a
-BagIt tag file.  BLAKE3 over bytes (a manifest's own digest) is the C core's BLAKE3 too, so
-there is one BLAKE3 in zverify; the tests check it against the PyPI `blake3` package.
-SHA-256, SHA-512, SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and
-hashdeep lists written by other tools can be verified; zverify's own manifests use
-XXH3-128 or BLAKE3.
+worker threads (SHA-2, SHA-1 and MD5 through OpenSSL's libcrypto; SHA-1 and MD5 only for
+other tools' lists).  new_hasher serves the odd file hashed outside a walk, e.g. a BagIt tag
+file.  BLAKE3 over bytes (a manifest's own digest) is the C core's BLAKE3 too, so there is
+one BLAKE3 in zverify; the tests check it against the PyPI `blake3` package.  SHA-256,
+SHA-512, SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and hashdeep lists
+written by other tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
 """
 
 import enum

@@ -1,11 +1,11 @@
 """Walk one tree: a Python facade over the C walker.
 
 TreeWalk turns options into a zverify._zvcore.Walker, flattens its batches
-into an iterator of entries, and exposes counters for progress bars.  XXH3-128
-and BLAKE3 are hashed by the C workers.  For the SHA-2 family (only used to
-check lists written by other tools) the C core only stats and maps files; this
-module then hashes each batch's files in a thread pool (hashlib and os.preadv
-release the GIL, so the threads run in parallel).
+into an iterator of entries, and exposes counters for progress bars.  Every
+algorithm (C_ALGORITHMS) is hashed by the C workers.  For one the C core does not
+have, it would only stat and map files, and this module hash each batch's files in
+a thread pool (hashlib and os.preadv release the GIL, so the threads run in
+parallel), as MD5 and SHA-1 were until the C core had them (~25% slower).
 """
 
 import errno
@@ -43,6 +43,8 @@ C_ALGORITHMS = {
     Algorithm.BLAKE3: _zvcore.ALGO_BLAKE3,
     Algorithm.SHA256: _zvcore.ALGO_SHA256,
     Algorithm.SHA512: _zvcore.ALGO_SHA512,
+    Algorithm.MD5: _zvcore.ALGO_MD5,
+    Algorithm.SHA1: _zvcore.ALGO_SHA1,
 }
 
 

@@ -52,6 +52,8 @@ enum zv_hash_algo {
     ZV_HASH_BLAKE3 = 2,
     ZV_HASH_SHA256 = 3, /* SHA-2 through OpenSSL's libcrypto (SHA-NI where the CPU has it) */
     ZV_HASH_SHA512 = 4,
+    ZV_HASH_MD5 = 5,    /* MD5 and SHA-1 through libcrypto too: only to check other tools' lists */
+    ZV_HASH_SHA1 = 6,
 };
 #define ZV_DIGEST_MAX 64 /* bytes of the longest digest (SHA-512) */
 
@@ -104,8 +106,8 @@ typedef struct zv_record {
     char *xattrs;        /* sequence of: name '\0' u32be(len) value */
     size_t xattrs_len;
     int has_xattrs;      /* 0: not read (error or kind without xattrs) */
-    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical (16), BLAKE3 or SHA-256 (32),
-                                          * SHA-512 (64) */
+    unsigned char digest[ZV_DIGEST_MAX]; /* XXH3-128 canonical or MD5 (16), SHA-1 (20),
+                                          * BLAKE3 or SHA-256 (32), SHA-512 (64) */
     size_t digest_len;
     int has_digest;
     int err_op;          /* enum zv_op; ZV_OP_NONE = no error */

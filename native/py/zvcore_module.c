@@ -625,7 +625,8 @@ static int add_constants(PyObject *m)
         {"KIND_BLOCK", ZV_KIND_BLOCK},     {"KIND_UNKNOWN", ZV_KIND_UNKNOWN},
         {"ALGO_NONE", ZV_HASH_NONE},       {"ALGO_XXH3_128", ZV_HASH_XXH3_128},
         {"ALGO_BLAKE3", ZV_HASH_BLAKE3},   {"ALGO_SHA256", ZV_HASH_SHA256},
-        {"ALGO_SHA512", ZV_HASH_SHA512},
+        {"ALGO_SHA512", ZV_HASH_SHA512},   {"ALGO_MD5", ZV_HASH_MD5},
+        {"ALGO_SHA1", ZV_HASH_SHA1},
     };
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
         if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)

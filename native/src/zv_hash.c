@@ -8,7 +8,8 @@
  *
  * SHA-256 and SHA-512 come from OpenSSL's libcrypto, the implementation hashlib uses too,
  * so that `--hash sha256` hashes in these workers as well: the C join (and so compare
- * --mpi) needs every digest of a walk made here.
+ * --mpi) needs every digest of a walk made here.  MD5 and SHA-1 (md5sum and sha1sum lists,
+ * hashdeep, BagIt, mtree) come from there too: hashlib in Python threads was ~25% slower.
  */
 #include "zv_hash.h"
 
@@ -24,12 +25,29 @@ struct zv_hasher {
     int algo;
     XXH3_state_t *xxh; /* 64-byte aligned by the library */
     blake3_hasher b3;
-    EVP_MD_CTX *sha;   /* SHA-256 / SHA-512 */
+    EVP_MD_CTX *sha;   /* SHA-256 / SHA-512 / MD5 / SHA-1 */
 };
 
-static int is_sha(int algo)
+/* The libcrypto digest of algo, or NULL when another library hashes it. */
+static const EVP_MD *evp_of(int algo)
 {
-    return algo == ZV_HASH_SHA256 || algo == ZV_HASH_SHA512;
+    switch (algo) {
+    case ZV_HASH_SHA256:
+        return EVP_sha256();
+    case ZV_HASH_SHA512:
+        return EVP_sha512();
+    case ZV_HASH_MD5:
+        return EVP_md5();
+    case ZV_HASH_SHA1:
+        return EVP_sha1();
+    default:
+        return NULL;
+    }
+}
+
+static int is_evp(int algo)
+{
+    return evp_of(algo) != NULL;
 }
 
 /*
@@ -50,24 +68,24 @@ static int avx2_enabled(void)
 
 zv_hasher *zv_hasher_new(int algo)
 {
-    if (algo != ZV_HASH_XXH3_128 && algo != ZV_HASH_BLAKE3 && !is_sha(algo))
+    if (algo != ZV_HASH_XXH3_128 && algo != ZV_HASH_BLAKE3 && !is_evp(algo))
         return NULL;
     zv_hasher *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
     h->algo = algo;
     if ((algo == ZV_HASH_XXH3_128 && !(h->xxh = XXH3_createState())) ||
-        (is_sha(algo) && !(h->sha = EVP_MD_CTX_new()))) {
+        (is_evp(algo) && !(h->sha = EVP_MD_CTX_new()))) {
         free(h);
         return NULL;
     }
     /* the only step that can fail later: tried here, so a worker without it marks its
      * files ENOMEM as for any failed allocation, instead of hashing nothing */
-    if (is_sha(algo) && !zv_hasher_reset(h)) {
+    if (is_evp(algo) && !zv_hasher_reset(h)) {
         zv_hasher_free(h);
         return NULL;
     }
-    if (!is_sha(algo))
+    if (!is_evp(algo))
         zv_hasher_reset(h);
     return h;
 }
@@ -83,9 +101,8 @@ void zv_hasher_free(zv_hasher *h)
 
 int zv_hasher_reset(zv_hasher *h)
 {
-    if (is_sha(h->algo))
-        return EVP_DigestInit_ex(h->sha, h->algo == ZV_HASH_SHA256 ? EVP_sha256() : EVP_sha512(),
-                                 NULL) == 1;
+    if (is_evp(h->algo))
+        return EVP_DigestInit_ex(h->sha, evp_of(h->algo), NULL) == 1;
     if (h->algo == ZV_HASH_BLAKE3)
         blake3_hasher_init(&h->b3);
     else if (avx2_enabled())
@@ -97,7 +114,7 @@ int zv_hasher_reset(zv_hasher *h)
 
 void zv_hasher_update(zv_hasher *h, const void *data, size_t len)
 {
-    if (is_sha(h->algo))
+    if (is_evp(h->algo))
         EVP_DigestUpdate(h->sha, data, len); /* cannot fail for an initialised digest */
     else if (h->algo == ZV_HASH_BLAKE3)
         blake3_hasher_update(&h->b3, data, len);
@@ -109,7 +126,7 @@ void zv_hasher_update(zv_hasher *h, const void *data, size_t len)
 
 size_t zv_hasher_digest(zv_hasher *h, unsigned char out[ZV_DIGEST_MAX])
 {
-    if (is_sha(h->algo)) {
+    if (is_evp(h->algo)) {
         unsigned int len = 0;
         return EVP_DigestFinal_ex(h->sha, out, &len) == 1 ? len : 0;
     }

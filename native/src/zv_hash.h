@@ -16,11 +16,11 @@ typedef struct zv_hasher zv_hasher;
 /* A hasher for algo (not ZV_HASH_NONE); NULL when out of memory. */
 zv_hasher *zv_hasher_new(int algo);
 void zv_hasher_free(zv_hasher *h);
-/* Start a new digest: 1, or 0 when the library could not (libcrypto's SHA-2 only). */
+/* Start a new digest: 1, or 0 when the library could not (libcrypto's digests only). */
 int zv_hasher_reset(zv_hasher *h);
 void zv_hasher_update(zv_hasher *h, const void *data, size_t len);
 /* Write the digest (big-endian canonical form for XXH3) and return its length; 0 when the
- * library failed to finish it (libcrypto's SHA-2 only). */
+ * library failed to finish it (libcrypto's digests only). */
 size_t zv_hasher_digest(zv_hasher *h, unsigned char out[ZV_DIGEST_MAX]);
 
 /* XXH3-128 built for AVX2; usable() says if this CPU can run it. */

@@ -356,7 +356,7 @@ int zv_walk_open(const char *root, const zv_options *opt, zv_walk **out, int *er
 {
     *out = NULL;
     *err_no = 0;
-    if (!root || !opt || opt->algo < ZV_HASH_NONE || opt->algo > ZV_HASH_SHA512)
+    if (!root || !opt || opt->algo < ZV_HASH_NONE || opt->algo > ZV_HASH_SHA1)
         return ZV_EINVAL;
     zv_walk *w = calloc(1, sizeof *w);
     if (!w)

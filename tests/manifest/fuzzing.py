@@ -1,7 +1,7 @@
 """Fuzz inputs and the target for the manifest readers: native manifests (with the filter a
-header carries, compiled by the C filter), mtree specs, hashdeep lists and BagIt bags, all
-opened the way `zverify compare` opens a side (zverify.manifest.open.open_manifest) and read
-to the end.  Shared by the brief, seeded CI fuzz (test_fuzz_manifest.py) and the long
+header carries, compiled by the C filter), mtree specs, hashdeep lists, checkfiles and BagIt
+bags, all opened the way `zverify compare` opens a side (zverify.manifest.open.open_manifest)
+and read to the end.  Shared by the brief, seeded CI fuzz (test_fuzz_manifest.py) and the long
 harness (bench/fuzz_parsers.py).
 
 The target raises nothing for any input but AssertionError (a broken invariant); a reader
@@ -33,7 +33,7 @@ from zverify.filters import filtered
 from zverify.manifest.bounds import bad_name
 from zverify.manifest.open import open_manifest
 
-FORMATS = ("native", "mtree", "hashdeep", "bagit")
+FORMATS = ("native", "mtree", "hashdeep", "checkfile", "bagit")
 DIGEST = "5c73e7e3dcbb0395e841f27363849a18"  # 16 bytes: an xxh3-128 digest
 SHA = "ab" * 32
 
@@ -123,6 +123,19 @@ HASHDEEP_LINES = [b"1,x,y,../x", b"1,x,y,/etc/passwd", b"%%%% size,filename", b"
                   b"-1,x,y,z", b"1,x,y,a\x00b", b"%%%% md5,filename"]  # fmt: skip
 
 
+CHECKFILE = (
+    b"# made by hand\n"
+    + SHA.encode() + b"  a\n"
+    + b"\\" + SHA.encode() + b" *sub/new\\nline\\\\x\n"
+    + b"SHA256 (sub/(b) = c) = " + SHA.encode() + b"\n"
+)  # fmt: skip
+CHECK_LINES = [SHA.encode() + b"  ../x", SHA.encode() + b"  /etc/passwd", SHA.encode() + b" a",
+               b"\\" + SHA.encode() + b"  a\\tb", b"\\" + SHA.encode() + b"  a\\",
+               b"MD5 (a) = " + DIGEST.encode(), b"BLAKE2b (a) = " + SHA.encode(),
+               SHA.encode() + b"  a\x00b", SHA.encode() + b"  ./", b"", b"#",
+               SHA.encode() + b"  a\r", DIGEST.encode() + b"  z"]  # fmt: skip
+
+
 def _bag_files() -> dict[str, bytes]:
     import hashlib
 
@@ -154,6 +167,11 @@ def _native_seeds() -> list[list[bytes]]:
     return [[_line(_header(f)), *entries] for f in FILTERS[:4]]
 
 
+TEXT_FORMATS = {
+    "mtree": (MTREE, MTREE_LINES),
+    "hashdeep": (HASHDEEP, HASHDEEP_LINES),
+    "checkfile": (CHECKFILE, CHECK_LINES),
+}
 Edit = tuple[int, int, int]  # (line, key, value) indexes, taken modulo the choices
 
 
@@ -230,11 +248,11 @@ def materialize(case: Case, where: Path) -> Path:
         path = where / "m.zvm"
         path.write_bytes(_mutate(data, muts))
         return path
-    if fmt in ("mtree", "hashdeep"):
-        data, pool = (MTREE, MTREE_LINES) if fmt == "mtree" else (HASHDEEP, HASHDEEP_LINES)
+    if fmt in TEXT_FORMATS:
+        data, pool = TEXT_FORMATS[fmt]
         for e in edits:
             data = _edit_text(data, pool, e)
-        path = where / f"m.{fmt}"
+        path = where / f"m.{fmt if fmt != 'checkfile' else 'sha256'}"
         path.write_bytes(_mutate(data, muts))
         return path
     bag = where / "bag"

@@ -10,7 +10,8 @@ from tests.cli.console import console_script
 from tests.treebuilder import write
 
 # Keys of a compare document that name the inputs rather than the verdict.
-INPUT_KEYS = ("src", "dst", "src_escaped", "dst_escaped", "notes", "unverifiable")
+# What says where the entries came from, and the producer (its times differ run to run).
+INPUT_KEYS = ("src", "dst", "src_escaped", "dst_escaped", "notes", "unverifiable", "producer")
 
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -45,6 +45,14 @@ def test_what_a_bag_cannot_tell_is_refused(bag: Path) -> None:
     assert "records payload digests only" in message and "--profile content" in message
 
 
+def test_quick_is_refused_for_a_bag_without_sizes(bag: Path, payload: Path) -> None:
+    """--quick compares sizes in place of content: a bag records none, so a changed file
+    passed as IDENTICAL."""
+    (payload / "a.txt").write_bytes(b"HELLO\n")
+    message = compare_fails(bag / "bagit.txt", payload, "--profile", "content", "--quick")
+    assert "records no file sizes" in message and "--quick" in message
+
+
 def test_changed_missing_and_extra_payload(bag: Path, payload: Path) -> None:
     (payload / "a.txt").write_bytes(b"HELLO\n")
     (payload / "sub/big.bin").unlink()

@@ -1,6 +1,6 @@
 """A brief, seeded fuzz of every manifest reader (native with its header's C filter, mtree,
-hashdeep, BagIt): any input ends in entries inside the tree or one ManifestError, never a
-crash.  The long fuzz is bench/fuzz_parsers.py; scripts/asan.sh runs this under ASan/UBSan
+hashdeep, checkfiles, BagIt): any input ends in entries inside the tree or one ManifestError,
+never a crash.  The long fuzz is bench/fuzz_parsers.py; scripts/asan.sh runs this under ASan/UBSan
 (the C filter compiles the patterns a manifest header carries)."""
 
 from __future__ import annotations

@@ -98,6 +98,23 @@ def test_native_names_leaving_the_tree_are_bad_entries(
     assert SECRET not in calls
 
 
+@needs_strace
+@pytest.mark.parametrize(
+    "name", [f"../{SECRET}", f"/{SECRET}", "a//b", "sub/./b", "sub/..", "x\0y", f"link/{SECRET}"]
+)
+def test_checkfile_names_leaving_the_tree_are_refused_never_opened(
+    tree: Path, tmp_path: Path, name: str
+) -> None:
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_bytes(SHA.encode() + b"  a\n" + SHA.encode() + b"  " + name.encode() + b"\n")
+    code, err, calls = strace(tmp_path, "compare", "--profile", "content", str(sums), str(tree))
+    if name.startswith("link/"):
+        assert code == 1, err  # a name like any other, only in the list: never followed
+    else:
+        assert code == 2 and "line 2: the name" in err and len(err.strip().splitlines()) == 1, err
+    assert SECRET not in calls
+
+
 def _bag(root: Path, tag_lines: list[str]) -> Path:
     import hashlib
 

@@ -1,6 +1,6 @@
-"""SHA-256 and SHA-512 in the C workers (OpenSSL's libcrypto): hashlib's digests at every
-length where SHA-2 changes regime (64- and 128-byte blocks and their padding limits, the
-core's 128 KiB reads), on holes hashed as zeros, and with several threads."""
+"""SHA-256, SHA-512, SHA-1 and MD5 in the C workers (OpenSSL's libcrypto): hashlib's digests
+at every length where they change regime (64- and 128-byte blocks and their padding limits,
+the core's 128 KiB reads), on holes hashed as zeros, and with several threads."""
 
 import hashlib
 from pathlib import Path
@@ -11,7 +11,12 @@ from tests.native.test_walker import by_path, walk
 from tests.treebuilder import pattern, sparse, write
 from zverify import _zvcore
 
-ALGORITHMS = {"sha256": _zvcore.ALGO_SHA256, "sha512": _zvcore.ALGO_SHA512}
+ALGORITHMS = {
+    "sha256": _zvcore.ALGO_SHA256,
+    "sha512": _zvcore.ALGO_SHA512,
+    "sha1": _zvcore.ALGO_SHA1,
+    "md5": _zvcore.ALGO_MD5,
+}
 LENGTHS = sorted(
     {0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129}
     | {(128 << 10) + d for d in (-1, 0, 1)}

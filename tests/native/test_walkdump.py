@@ -252,8 +252,8 @@ def test_same_records_for_any_thread_count(
 def test_sha2_workers_give_the_same_records_at_any_thread_count(
     driver: list[str], tree: Path
 ) -> None:
-    """libcrypto's SHA-2 contexts, one per worker, under the sanitizers too."""
-    for algo in (_zvcore.ALGO_SHA256, _zvcore.ALGO_SHA512):
+    """libcrypto's digest contexts, one per worker, under the sanitizers too."""
+    for algo in (_zvcore.ALGO_SHA256, _zvcore.ALGO_SHA512, _zvcore.ALGO_MD5, _zvcore.ALGO_SHA1):
         one, _ = dump(driver, tree, "-t", "1", "-a", str(algo))
         eight, end = dump(driver, tree, "-t", "8", "-a", str(algo))
         assert end == f"end EDONE records={len(eight)}" and eight == one

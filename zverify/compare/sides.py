@@ -29,6 +29,7 @@ class Side:
     algorithm: Algorithm | None = None  # fixed by a manifest; None: a live tree hashes any
     lacking: dict[DiffKind, str] = field(default_factory=dict)  # kinds it cannot tell, why
     files_only: bool = False  # lists regular files only (checkfile formats): no directories
+    sizes: bool = True  # False: records no file sizes (a checkfile, a BagIt manifest)
     unverifiable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     one_file_system: bool = False  # recorded with -x: the live side must not cross mounts
@@ -73,8 +74,9 @@ def remote_side(name: str, path: str, options: WalkOptions) -> Side:
     )  # fmt: skip
 
 
-def manifest_side(name: str, path: str, keep_xattrs: bool) -> Side:
+def manifest_side(name: str, path: str, keep_xattrs: bool, asked: Algorithm | None = None) -> Side:
+    """asked: --hash, which a checkfile of 64-hex digests needs when its name does not tell."""
     # imported here: `zverify compare` on two live trees never loads the manifest readers
     from zverify.manifest.open import open_manifest
 
-    return open_manifest(name, path, keep_xattrs)
+    return open_manifest(name, path, keep_xattrs, asked)

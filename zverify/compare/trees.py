@@ -19,7 +19,7 @@ from zverify.compare.engine import (
 )
 from zverify.compare.joined import JoinedWalks
 from zverify.compare.march import Pair
-from zverify.compare.policy import PROFILES, ComparePolicy
+from zverify.compare.policy import PROFILES, ComparePolicy, DiffKind
 from zverify.compare.result import CompareResult
 from zverify.compare.sides import (
     Side,
@@ -73,11 +73,11 @@ def compare_trees(
             f"--mpi walks two live trees; {manifests[0]} {paths[manifests[0]]!r} is a "
             "manifest (compare it without --mpi)"
         )
-    notes = [] if manifests else _check_roots(src, dst)
+    notes = _manifest_inside(paths, manifests) if manifests else _check_roots(src, dst)
     opened: dict[str, Side] = {}
     try:
         for name in manifests:
-            opened[name] = manifest_side(name, paths[name], keep_xattrs=policy.needs_xattrs)
+            opened[name] = manifest_side(name, paths[name], policy.needs_xattrs, algorithm)
         chosen = _agreed_algorithm(algorithm, list(opened.values()))
         _check_recorded(policy, list(opened.values()))
         narrowed = _agreed_filter(filter or Filter(), list(opened.values()))
@@ -196,6 +196,11 @@ def _agreed_filter(asked: Filter, manifests: list[Side]) -> Filter:
 def _check_recorded(policy: ComparePolicy, sides: list[Side]) -> None:
     """Refuse to compare a kind a side cannot tell: its absence would pass for identical."""
     for side in sides:
+        if policy.quick and policy.checks(DiffKind.CONTENT) and not side.sizes:
+            raise UsageError(
+                f"{side.name} {side.label!r} records no file sizes, which --quick compares "
+                "in place of content: leave out --quick to compare its digests"
+            )
         lacking = {k: why for k, why in side.lacking.items() if policy.checks(k)}
         if not lacking:
             continue
@@ -249,6 +254,27 @@ def _check_roots(src: str, dst: str) -> list[str]:
         notes.append("DST lies inside SRC: its entries are also compared as part of SRC")
     if _inside(src, d):
         notes.append("SRC lies inside DST: its entries are also compared as part of DST")
+    return notes
+
+
+def _manifest_inside(paths: dict[str, str], manifests: list[str]) -> list[str]:
+    """Note a manifest kept in the tree it describes (`sha256sum * > SUMS`): it cannot list
+    itself, so it is a file of that tree like any other, and says how to leave it out."""
+    notes = []
+    for name in manifests:
+        (other,) = (n for n in SIDES if n != name)
+        if paths[name] == "-" or other in manifests:
+            continue
+        try:
+            inside = _inside(paths[name], os.stat(paths[other]))
+        except OSError:
+            continue  # the walk reports an unreadable root
+        below = os.path.relpath(os.path.realpath(paths[name]), os.path.realpath(paths[other]))
+        if inside and not below.startswith(".."):
+            notes.append(
+                f"{name} manifest is {other}'s {below!r}: compared as any {other} file "
+                f"(--exclude /{below} leaves it out)"
+            )
     return notes
 
 

@@ -123,7 +123,7 @@ def parse(bagit_txt: str, first: bytes, rest: Iterable[bytes]) -> Listing:
         + (f"; {', '.join(checked)} checked against the bag's own data/" if checked else "")
         + (f"; fetch.txt lists {fetched:,} files to be fetched" if fetched else "")
     )
-    return Listing(entries, algorithm, dict(LACKING), files_only=True, summary=summary)
+    return Listing(entries, algorithm, dict(LACKING), files_only=True, sizes=False, summary=summary)
 
 
 def _declaration(data: bytes) -> tuple[bool, str]:

@@ -36,4 +36,5 @@ class Listing:
     algorithm: Algorithm | None  # of every file's digest; None when content is not recorded
     lacking: dict[DiffKind, str] = field(default_factory=dict)  # kind -> why not recorded
     files_only: bool = False  # lists regular files only, never directories
+    sizes: bool = True  # False: files' sizes are not recorded (SIZE_NOT_RECORDED)
     summary: str = ""  # one line for the report's notes

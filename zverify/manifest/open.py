@@ -3,16 +3,22 @@
 {"zverify_manifest": ...    zverify's own format (read.py): everything is recorded
 #mtree, /set, . type=dir    a BSD mtree spec (mtree.py): what its keywords record
 %%%% HASHDEEP-1.0           a hashdeep known-file list (hashdeep.py): file contents
+<hex>  name, MD5 (name) = a checkfile of sha256sum, b3sum, md5sum... (checksums.py): contents
+
+A first line that is a comment (`#`) is mtree's, or a checkfile's: the first line that is
+not a comment decides.
 """
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 from zverify.compare.policy import DiffKind
 from zverify.compare.sides import Side
 from zverify.errors import ManifestError
-from zverify.manifest import bagit, hashdeep, mtree
+from zverify.hashing import Algorithm
+from zverify.manifest import bagit, checksums, hashdeep, mtree
 from zverify.manifest.bounds import (
     MAX_FOREIGN_LINE,
     MAX_HEADER_LINE,
@@ -24,8 +30,11 @@ from zverify.manifest.files import open_input
 from zverify.manifest.listing import NO_FILESYSTEM, Listing
 from zverify.manifest.read import NativeManifest, root_label
 
+MAX_LEADING_COMMENTS = 1000  # lines looked through for the first that is not a comment
 
-def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
+
+def open_manifest(name: str, path: str, keep_xattrs: bool, asked: Algorithm | None = None) -> Side:
+    """asked: --hash, which tells the algorithm of a checkfile of 64-hex digests."""
     try:
         stream = open_input(path)
         first = stream.readline(MAX_FOREIGN_LINE + 1)
@@ -45,21 +54,52 @@ def open_manifest(name: str, path: str, keep_xattrs: bool) -> Side:
         if bagit.looks_like_bag(first):
             parse_bag = functools.partial(bagit.parse, path)
             return _listed(name, path, _read(path, parse_bag, first, stream), "a BagIt bag")
+        ahead = _comments(path, first, stream)
+        decisive = ahead[-1] if ahead else first
+        if checksums.looks_like_checkfile(decisive):
+            parse_sums = functools.partial(checksums.parse, path, asked)
+            return _listed(name, path, _read(path, parse_sums, first, stream, ahead), "a checkfile")
         if mtree.looks_like_spec(first):
-            return _listed(name, path, _read(path, mtree.parse, first, stream), "an mtree spec")
+            listing = _read(path, mtree.parse, first, stream, ahead)
+            return _listed(name, path, listing, "an mtree spec")
         return _native(name, NativeManifest(path, stream, first, keep_xattrs), keep_xattrs)
     except BaseException:
         stream.close()
         raise
 
 
+def _comments(path: str, first: bytes, stream: BinaryIO) -> list[bytes]:
+    """The lines after a first comment line up to the first that is not one (bounded)."""
+    ahead: list[bytes] = []
+    if not first.startswith(b"#"):
+        return ahead
+    try:
+        for _, raw in bounded_lines(stream, MAX_FOREIGN_LINE, 2):
+            ahead.append(raw)
+            comment = raw.startswith(b"#") or not raw.strip()
+            if not comment or len(ahead) >= MAX_LEADING_COMMENTS:
+                break
+    except LineTooLong as err:
+        raise ManifestError(path, err.line, str(err)) from None
+    except (OSError, EOFError) as err:
+        raise ManifestError(path, None, f"read failed: {err}") from None
+    return ahead
+
+
 def _read(
-    path: str, parse: Callable[[bytes, Iterable[bytes]], Listing], first: bytes, stream: BinaryIO
+    path: str,
+    parse: Callable[[bytes, Iterable[bytes]], Listing],
+    first: bytes,
+    stream: BinaryIO,
+    ahead: list[bytes] | None = None,
 ) -> Listing:
-    """A whole foreign manifest; its errors become ManifestError naming the line."""
+    """A whole foreign manifest (ahead: lines after the first already read); its errors
+    become ManifestError naming the line."""
+    ahead = ahead or []
     try:
         with stream:
-            return parse(first, (raw for _, raw in bounded_lines(stream, MAX_FOREIGN_LINE, 2)))
+            rest = (raw for _, raw in bounded_lines(stream, MAX_FOREIGN_LINE, 2 + len(ahead)))
+            return parse(first, itertools.chain(ahead, rest))
     except LineTooLong as err:
         raise ManifestError(path, err.line, str(err)) from None
     except mtree.SpecError as err:
@@ -83,6 +123,7 @@ def _listed(name: str, path: str, spec: Listing, what: str) -> Side:
         algorithm=spec.algorithm,
         lacking=spec.lacking,
         files_only=spec.files_only,
+        sizes=spec.sizes,
         notes=[f"{name} is {what}: {spec.summary}"],
     )
 
