@@ -1,16 +1,17 @@
 """Content digest algorithms: names users type, and how each is computed.
 
 Every --hash (XXH3-128 by default, BLAKE3, SHA-256, SHA-512) is computed in the C core's
-worker threads (SHA-2, SHA-1 and MD5 through OpenSSL's libcrypto; SHA-1 and MD5 only for
-other tools' lists).  new_hasher serves the odd file hashed outside a walk, e.g. a BagIt tag
-file.  BLAKE3 over bytes (a manifest's own digest) is the C core's BLAKE3 too, so there is
-one BLAKE3 in zverify; the tests check it against the PyPI `blake3` package.  SHA-256,
-SHA-512, SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and hashdeep lists
-written by other tools can be verified; zverify's own manifests use XXH3-128 or BLAKE3.
+worker threads, and so are SHA-1 and MD5 (SHA-2, SHA-1 and MD5 through OpenSSL's libcrypto).
+BLAKE3 over bytes (a manifest's own digest) is the C core's BLAKE3 too, so there is one
+BLAKE3 in zverify; the tests check it against the PyPI `blake3` package.  (A BagIt bag's
+tag files, whose algorithms RFC 8493 leaves open, are hashed with hashlib in bagit.py.)
+SHA-256, SHA-512, SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and
+hashdeep lists written by other tools can be verified; zverify's own manifests use
+XXH3-128 or BLAKE3.
 """
 
 import enum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from zverify.suggest import did_you_mean
 
@@ -36,24 +37,6 @@ DIGEST_SIZES = {
     Algorithm.SHA1: 20,
     Algorithm.MD5: 16,
 }
-
-
-class Hasher(Protocol):
-    def update(self, data: bytes | memoryview, /) -> object: ...
-    def digest(self) -> bytes: ...
-
-
-def new_hasher(algorithm: Algorithm) -> Hasher:
-    """A fresh hasher for bytes Python reads (not for XXH3-128: the walk hashes that in C)."""
-    if algorithm is Algorithm.BLAKE3:
-        return blake3_hasher()
-    if algorithm is Algorithm.XXH3_128:
-        raise ValueError("XXH3-128 is computed by the C core")
-    # imported on first use: loading OpenSSL's hashlib costs start-up time that the default
-    # (XXH3-128, in C) never needs
-    import hashlib
-
-    return hashlib.new(algorithm.value)
 
 
 def blake3_hasher() -> "_zvcore.Hasher":

@@ -1,43 +1,28 @@
 """Walk one tree: a Python facade over the C walker.
 
-TreeWalk turns options into a zverify._zvcore.Walker, flattens its batches
-into an iterator of entries, and exposes counters for progress bars.  Every
-algorithm (C_ALGORITHMS) is hashed by the C workers.  For one the C core does not
-have, it would only stat and map files, and this module hash each batch's files in
-a thread pool (hashlib and os.preadv release the GIL, so the threads run in
-parallel), as MD5 and SHA-1 were until the C core had them (~25% slower).
+TreeWalk turns options into a zverify._zvcore.Walker, flattens its batches into an
+iterator of entries, and exposes counters for progress bars.  Every algorithm is hashed by
+the C workers (C_ALGORITHMS covers hashing.Algorithm whole, which a test holds), so a walk
+never hashes in Python and its records can always be joined in C (compare.joined).
 """
 
-import errno
 import os
 import resource
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from zverify import _zvcore
-from zverify.entry import Entry, Kind
+from zverify.entry import Entry
 from zverify.errors import RootError, WalkError
 from zverify.filters import Filter
-from zverify.hashing import Algorithm, new_hasher
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+from zverify.hashing import Algorithm
 
 # 128 KiB reads keep each block in L2 between the kernel's copy and the hash;
 # 1 MiB blocks measured 2.5x slower on a hot page cache (bench/test_core.py).
 READ_BLOCK = 128 << 10
-# Python-side hashing gets larger chunks: BLAKE3 only spreads work over threads for big inputs.
-PY_HASH_BLOCK = 1 << 20
-BIG_FILE = 1 << 20  # Python-side hashing: files at least this big are hashed in the pool
-# Index of fields in a Record, for rebuilding one with a digest (names from C).
-_DIGEST, _ERROR, _CHANGED = (
-    _zvcore.Record.__match_args__.index(name) for name in ("digest", "error", "changed")
-)
 
 
-# Hashed by the C workers; the others (SHA-2, only to check other tools' lists) in Python.
+# The C workers' name of every algorithm.
 C_ALGORITHMS = {
     Algorithm.XXH3_128: _zvcore.ALGO_XXH3_128,
     Algorithm.BLAKE3: _zvcore.ALGO_BLAKE3,
@@ -113,13 +98,12 @@ class TreeWalk:
         self.root = os.fsencode(root)
         self.side = side
         self.options = options
-        c_algo = C_ALGORITHMS.get(options.algorithm) if options.hash_content else None
-        in_c = c_algo is not None
+        algo = C_ALGORITHMS[options.algorithm] if options.hash_content else _zvcore.ALGO_NONE
         max_files, max_dirs = fd_budget(options.threads)
         try:
             self._walker = _zvcore.Walker(
                 self.root,
-                algo=c_algo if c_algo is not None else _zvcore.ALGO_NONE,
+                algo=algo,
                 threads=options.threads,
                 block_size=READ_BLOCK,
                 one_file_system=options.one_file_system,
@@ -134,13 +118,6 @@ class TreeWalk:
             raise RootError(side, os.fsdecode(self.root), err.strerror or str(err)) from None
         except MemoryError:
             raise WalkError(side, os.fsdecode(self.root), "out of memory") from None
-        in_python = options.hash_content and not in_c
-        self._pool: ThreadPoolExecutor | None = None
-        if in_python:  # imported here: concurrent.futures (and logging) cost ~5 ms of start-up
-            from concurrent import futures
-
-            self._pool = futures.ThreadPoolExecutor(options.threads)
-        self._py_bytes = 0
 
     def __iter__(self) -> Iterator[Entry]:
         for batch in self.batches():
@@ -149,22 +126,19 @@ class TreeWalk:
     def batches(self) -> Iterator[list[Entry]]:
         """The entries in the C core's batches, for consumers that work a list at a time."""
         try:
-            for batch in self._walker:
-                if self._pool is not None:
-                    batch = self._hash_batch(batch)
-                yield batch
+            yield from self._walker
         except _zvcore.WalkError as err:
             raise WalkError(self.side, os.fsdecode(self.root), err.strerror or str(err)) from None
 
-    def c_walker(self) -> "_zvcore.Walker | None":
-        """The C walker, when it does all the work (no hashing in Python): then its records
-        may be consumed in C (compare.joined) instead of through this iterator."""
-        return self._walker if self._pool is None else None
+    def c_walker(self) -> _zvcore.Walker:
+        """The C walker, whose records may be consumed in C (compare.joined) instead of
+        through this iterator."""
+        return self._walker
 
     def progress(self) -> tuple[int, int]:
         """(entries produced, file bytes read) so far."""
         entries, nbytes, _ = self._walker.counters()
-        return entries, nbytes + self._py_bytes
+        return entries, nbytes
 
     def excluded(self) -> int:
         """Entries the filter left out (an excluded directory once)."""
@@ -172,115 +146,3 @@ class TreeWalk:
 
     def close(self) -> None:
         self._walker.close()
-        if self._pool is not None:
-            self._pool.shutdown()
-
-    def _hash_batch(self, batch: list[Entry]) -> list[Entry]:
-        """Large files go to the pool (the binding drops the GIL while hashing);
-        small ones are hashed here: for them, handing work to threads that
-        then fight over the GIL cost more than the hashing."""
-        assert self._pool is not None
-        big = {
-            i: self._pool.submit(self._hash_entry, e)
-            for i, e in enumerate(batch)
-            if e.size >= BIG_FILE
-        }
-        small = [e if i in big else self._hash_entry(e) for i, e in enumerate(batch)]
-        return [big[i].result() if i in big else e for i, e in enumerate(small)]
-
-    def _hash_entry(self, entry: Entry) -> Entry:
-        if entry.kind != Kind.FILE or entry.error is not None or entry.changed is not None:
-            return entry
-        fields = list(entry)
-        try:
-            fields[_DIGEST], fields[_CHANGED] = self._hash_file(entry)
-        except _ReadError as err:
-            fields[_ERROR] = (err.op, err.errno, err.offset)
-        return Entry(fields)
-
-    def _hash_file(self, entry: Entry) -> tuple[bytes | None, str | None]:
-        fd = _open_below(self.root, entry.path)
-        try:
-            if not _same_inode(os.fstat(fd), entry):
-                return None, "replaced"
-            hasher = new_hasher(self.options.algorithm)
-            buf = _thread_buffer()
-            offset = 0
-            while True:
-                try:
-                    n = os.preadv(fd, [buf], offset)
-                except OSError as err:
-                    raise _ReadError(_zvcore.OP_READ, err.errno or errno.EIO, offset) from None
-                if n == 0:
-                    break
-                hasher.update(memoryview(buf)[:n])
-                offset += n
-                self._py_bytes += n
-            if not _same_inode(os.fstat(fd), entry):
-                return None, "modified"
-            if offset != entry.size:  # the stat held still: a pseudo-file's made-up size
-                return None, "size-mismatch"
-            return hasher.digest(), None
-        finally:
-            os.close(fd)
-
-
-_buffers = threading.local()
-
-
-def _thread_buffer() -> bytearray:
-    """One read buffer per pool thread: allocating 1 MiB per file cost more than hashing."""
-    buf: bytearray | None = getattr(_buffers, "buf", None)
-    if buf is None:
-        buf = _buffers.buf = bytearray(PY_HASH_BLOCK)
-    return buf
-
-
-class _ReadError(Exception):
-    def __init__(self, op: str, err: int, offset: int) -> None:
-        super().__init__(op)
-        self.op, self.errno, self.offset = op, err, offset
-
-
-def _same_inode(st: os.stat_result, entry: Entry) -> bool:
-    return (
-        st.st_ino == entry.ino
-        and st.st_dev == entry.dev
-        and st.st_size == entry.size
-        and st.st_mtime_ns == entry.mtime_ns
-        and st.st_ctime_ns == entry.ctime_ns
-    )
-
-
-def _open_below(root: bytes, rel: bytes) -> int:
-    """Open root/rel read-only without following a final symlink or touching atime.
-
-    Short paths are opened whole (one syscall); the caller checks that the
-    inode is the one the walk listed, which also catches a directory swapped
-    for a symlink meanwhile.  Paths near PATH_MAX go one directory at a time.
-    """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    if len(root) + len(rel) < 3000:
-        full = root + b"/" + rel
-        try:
-            try:
-                return os.open(full, flags | os.O_NOATIME)
-            except PermissionError:
-                return os.open(full, flags)
-        except OSError as err:
-            raise _ReadError(_zvcore.OP_OPEN, err.errno or errno.EIO, -1) from None
-    *dirs, name = rel.split(b"/")
-    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in dirs:
-            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        try:
-            return os.open(name, flags | os.O_NOATIME, dir_fd=dir_fd)
-        except PermissionError:
-            return os.open(name, flags, dir_fd=dir_fd)
-    except OSError as err:
-        raise _ReadError(_zvcore.OP_OPEN, err.errno or errno.EIO, -1) from None
-    finally:
-        os.close(dir_fd)

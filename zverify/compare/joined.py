@@ -21,11 +21,8 @@ from zverify.walk import TreeWalk
 
 class JoinedWalks:
     def __init__(self, src: TreeWalk, dst: TreeWalk, sizes_only: bool = False) -> None:
-        src_walker, dst_walker = src.c_walker(), dst.c_walker()
-        if src_walker is None or dst_walker is None:
-            raise ValueError("both walks must hash in C to be joined in C")
         self._walks = {"SRC": src, "DST": dst}
-        self._join = _zvcore.Join(src_walker, dst_walker, sizes_only=sizes_only)
+        self._join = _zvcore.Join(src.c_walker(), dst.c_walker(), sizes_only=sizes_only)
 
     def batches(self) -> Iterator[list[Pair]]:
         """Lists of (src, dst) pairs for the engine, one side None when only the other has

@@ -135,9 +135,9 @@ def _compare_sides(
     c_join: bool,
     sink: DifferenceSink | None,
 ) -> EngineResult:
-    """Two live trees hashed in C are joined in C; anything else is paired in Python."""
+    """Two live trees are joined in C; anything else (a manifest side) is paired in Python."""
     walks = s.entries, d.entries
-    if c_join and all(isinstance(w, TreeWalk) and w.c_walker() is not None for w in walks):
+    if c_join and all(isinstance(w, TreeWalk) for w in walks):
         joined = JoinedWalks(*walks, sizes_only=not policy.reads_content)  # type: ignore[arg-type]
         batches = _batches_reporting(joined.batches(), s, d, progress)
         return compare_pair_batches(batches, joined.settled, policy, sink=sink)

@@ -23,12 +23,12 @@ from zverify.compare.policy import ComparePolicy
 from zverify.compare.sides import Side
 from zverify.compare.sizes import Settled
 from zverify.compare.trees import SIDES
-from zverify.errors import UsageError, ZverifyError
+from zverify.errors import ZverifyError
 from zverify.mpi.devices import root_identity
 from zverify.mpi.plan import KeyRange, plan
 from zverify.mpi.session import RELEASED, TAG_JOB, TAG_RANGE, TAG_REQUEST, TAG_RESULT, Session
 from zverify.mpi.worker import Job
-from zverify.walk import C_ALGORITHMS, WalkOptions
+from zverify.walk import WalkOptions
 
 
 class RankFailed(ZverifyError):
@@ -45,14 +45,6 @@ def compare_distributed(
     sink: DifferenceSink | None,
 ) -> EngineResult:
     """The single-node engine over both live trees, walked by ranks 1..N-1."""
-    if options.hash_content and options.algorithm not in C_ALGORITHMS:
-        # a range is walked and joined in the C core (its key-range context records exist
-        # only there); every --hash is hashed there, so only an algorithm added to
-        # hashing.CHOICES without a C hasher could get here
-        raise UsageError(
-            f"--mpi with more than one rank hashes in the C core, which has no "
-            f"{options.algorithm}: use --hash xxh3-128, blake3, sha256 or sha512, or -n 1"
-        )
     job = Job(
         s.label, d.label, options.algorithm, threads, options.hash_content, options.xattrs,
         options.one_file_system, options.filter.rules, options.filter.listed,
