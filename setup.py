@@ -68,7 +68,7 @@ zvcore = Extension(
     "zverify._zvcore",
     sources=sorted(glob("native/src/*.c") + glob("native/py/*.c")),
     include_dirs=["native/include", "native/src"],
-    libraries=["xxhash", "crypto"],
+    libraries=["crypto"],
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
     + (SANITIZE if sanitize else []),
     extra_link_args=["-pthread"] + (SANITIZE if sanitize else []),
