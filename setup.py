@@ -16,6 +16,14 @@ import blake3_sources  # native/, beside this file
 SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 sanitize = os.environ.get("ZVERIFY_SANITIZE") == "1"
 
+# ZVERIFY_STATIC_CRYPTO=1 (scripts/wheel.sh) links OpenSSL's libcrypto.a into the module:
+# a wheel then needs nothing but libc, and its copy of libcrypto is hidden from the process
+# (--exclude-libs), so it can never be mixed up with the libcrypto.so.3 that Python's hashlib
+# loads.  A source build links the machine's libcrypto.so.3, which the distribution patches.
+static_crypto = os.environ.get("ZVERIFY_STATIC_CRYPTO") == "1"
+CRYPTO = [":libcrypto.a"] if static_crypto else ["crypto"]
+HIDE_STATIC = ["-Wl,--exclude-libs,ALL"] if static_crypto else []
+
 
 def require_header(header: str, package: str, compiler: object) -> None:
     """Stop with one line naming the Debian package, not 100 lines of compiler errors."""
@@ -68,10 +76,10 @@ zvcore = Extension(
     "zverify._zvcore",
     sources=sorted(glob("native/src/*.c") + glob("native/py/*.c")),
     include_dirs=["native/include", "native/src"],
-    libraries=["crypto"],
+    libraries=CRYPTO,
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
     + (SANITIZE if sanitize else []),
-    extra_link_args=["-pthread"] + (SANITIZE if sanitize else []),
+    extra_link_args=["-pthread", *HIDE_STATIC] + (SANITIZE if sanitize else []),
 )
 
 setup(ext_modules=[zvcore], cmdclass={"build_ext": BuildWithBlake3})
