@@ -174,6 +174,8 @@ const char *zv_blake3_kernel(void)
         return "sse4.1";
     if (__builtin_cpu_supports("sse2"))
         return "sse2";
+#elif defined(__aarch64__)
+    return "neon"; /* every AArch64 CPU has it: blake3_dispatch.c calls it unconditionally */
 #endif
     return "portable";
 }
