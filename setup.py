@@ -57,6 +57,8 @@ class BuildWithBlake3(build_ext):
     def build_extensions(self) -> None:
         require_header("xxhash.h", "libxxhash-dev", self.compiler)
         require_header("openssl/evp.h", "libssl-dev", self.compiler)
+        # Debian's Python keeps its headers apart; build-essential does not bring them
+        require_header("Python.h", "python3-dev", self.compiler)
         self.compiler.src_extensions.append(".S")
         where = blake3_sources.source_dir()
         for ext in self.extensions:
