@@ -37,7 +37,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/tools"
 "$work/tools/bin/pip" -q --disable-pip-version-check install 'build>=1.2,<2' \
-    'setuptools>=77,<81' 'wheel>=0.43,<1' 'auditwheel>=6.1,<6.8'
+    'setuptools>=77,<81' 'wheel>=0.43,<1' 'auditwheel>=6.4,<6.8'
 mkdir "$work/sysconfig" "$work/src"
 cp "$SYSCONFIG" "$work/sysconfig/"
 tar -xzf "$sdist" -C "$work/src"

@@ -10,8 +10,8 @@
 #   ZVERIFY_WHEEL_PYTHONS="python3.11 python3.12" bash scripts/wheel.sh
 #
 # Needs: the build packages of scripts/setup.sh, python3-venv and Debian's patchelf.  auditwheel
-# and build come from PyPI (tested with auditwheel 6.7.0; 6.8 wants patchelf 0.14.5, Debian 12
-# has 0.14.3).
+# and build come from PyPI: auditwheel 6.4.2 and 6.7.0 were tried (older ones repair to
+# manylinux_2_5 unless told the tag, 6.8 wants patchelf 0.14.5 and Debian 12 has 0.14.3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v patchelf >/dev/null || { echo "wheel: patchelf not found: apt-get install patchelf" >&2; exit 2; }
@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/tools"
 pip=("$work/tools/bin/pip" -q --disable-pip-version-check)
-"${pip[@]}" install 'build>=1.2,<2' 'auditwheel>=6.1,<6.8'
+"${pip[@]}" install 'build>=1.2,<2' 'auditwheel>=6.4,<6.8'
 
 mkdir -p dist
 rm -f dist/zverify-*.tar.gz dist/zverify-*.whl  # no stale wheel of an older build is reported
