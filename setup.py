@@ -48,6 +48,19 @@ def require_header(header: str, package: str, compiler: object) -> None:
             os.close(saved)
 
 
+def notices(blake3_dir: str) -> dict[str, list[str]]:
+    """The licence texts of the code compiled into the module, which a binary must carry
+    (xxHash: BSD-2-Clause; BLAKE3 and OpenSSL: Apache-2.0), as Debian ships them."""
+    found = {
+        "xxHash.txt": ["/usr/share/doc/libxxhash-dev/copyright"],
+        "BLAKE3.txt": [os.path.join(os.path.dirname(blake3_dir), "LICENSE")],
+    }
+    if static_crypto:
+        debian = ["/usr/share/doc/libssl-dev/copyright", "/usr/share/common-licenses/Apache-2.0"]
+        found["OpenSSL.txt"] = debian
+    return {name: files for name, files in found.items() if all(map(os.path.isfile, files))}
+
+
 class BuildWithBlake3(build_ext):
     """Compiles the packaged BLAKE3 C sources into the extension at build time.  They live
     outside the tree, and setuptools refuses absolute paths among an extension's sources
@@ -73,6 +86,17 @@ class BuildWithBlake3(build_ext):
                 extra_postargs=[a for a in ext.extra_compile_args if a != "-Werror"],
             )
         super().build_extensions()
+        if not self.inplace:  # a wheel: zverify/licenses/ beside the module
+            self.write_notices(notices(where))
+
+    def write_notices(self, texts: dict[str, list[str]]) -> None:
+        folder = os.path.join(self.build_lib, "zverify", "licenses")
+        os.makedirs(folder, exist_ok=True)
+        for name, files in texts.items():
+            with open(os.path.join(folder, name), "w") as out:
+                for path in files:
+                    with open(path) as f:
+                        out.write(f"==> {path} <==\n{f.read()}\n")
 
 
 zvcore = Extension(

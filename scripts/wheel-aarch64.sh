@@ -69,6 +69,9 @@ readelf --dyn-syms -W "$so" | awk '$7 == "UND" && $8 != "" {print $8}' | sort -u
 python_api=$(grep -cE '^_?Py' "$work/undefined" || true)
 others=$(grep -vE '^_?Py|@GLIBC_|^__gmon_start__$|^_ITM_|^__cxa_finalize' "$work/undefined" || true)
 [ -z "$others" ] || { echo "wheel-aarch64: undefined, from no library: $others" >&2; exit 1; }
+for notice in xxHash BLAKE3 OpenSSL; do
+    [ -s "$work/check/zverify/licenses/$notice.txt" ] || { echo "wheel-aarch64: no $notice licence" >&2; exit 1; }
+done
 cp "$wheel" dist/
 echo "wheel-aarch64: $(basename "$wheel"): NEEDED $needed;" \
     "undefined: $python_api Python API symbols, the rest versioned glibc"

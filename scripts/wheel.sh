@@ -47,7 +47,11 @@ check_needed() {  # $1: a repaired wheel
             *) echo "wheel: $(basename "$1") needs $lib at run time" >&2; exit 1 ;;
         esac
     done
-    echo "wheel: $(basename "$1"): _zvcore needs only $(echo $needed)"
+    for notice in xxHash BLAKE3 OpenSSL; do  # their licences ask a binary to carry them
+        [ -s "$work/check/zverify/licenses/$notice.txt" ] \
+            || { echo "wheel: $(basename "$1") lacks zverify/licenses/$notice.txt" >&2; exit 1; }
+    done
+    echo "wheel: $(basename "$1"): _zvcore needs only $(echo $needed); licences of the code inside"
 }
 
 for python in ${ZVERIFY_WHEEL_PYTHONS:-python3}; do
