@@ -16,6 +16,14 @@ import blake3_sources  # native/, beside this file
 SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
 sanitize = os.environ.get("ZVERIFY_SANITIZE") == "1"
 
+# ZVERIFY_STATIC_CRYPTO=1 (scripts/wheel.sh) links OpenSSL's libcrypto.a into the module:
+# a wheel then needs nothing but libc, and its copy of libcrypto is hidden from the process
+# (--exclude-libs), so it can never be mixed up with the libcrypto.so.3 that Python's hashlib
+# loads.  A source build links the machine's libcrypto.so.3, which the distribution patches.
+static_crypto = os.environ.get("ZVERIFY_STATIC_CRYPTO") == "1"
+CRYPTO = [":libcrypto.a"] if static_crypto else ["crypto"]
+HIDE_STATIC = ["-Wl,--exclude-libs,ALL"] if static_crypto else []
+
 
 def require_header(header: str, package: str, compiler: object) -> None:
     """Stop with one line naming the Debian package, not 100 lines of compiler errors."""
@@ -40,6 +48,19 @@ def require_header(header: str, package: str, compiler: object) -> None:
             os.close(saved)
 
 
+def notices(blake3_dir: str) -> dict[str, list[str]]:
+    """The licence texts of the code compiled into the module, which a binary must carry
+    (xxHash: BSD-2-Clause; BLAKE3 and OpenSSL: Apache-2.0), as Debian ships them."""
+    found = {
+        "xxHash.txt": ["/usr/share/doc/libxxhash-dev/copyright"],
+        "BLAKE3.txt": [os.path.join(os.path.dirname(blake3_dir), "LICENSE")],
+    }
+    if static_crypto:
+        debian = ["/usr/share/doc/libssl-dev/copyright", "/usr/share/common-licenses/Apache-2.0"]
+        found["OpenSSL.txt"] = debian
+    return {name: files for name, files in found.items() if all(map(os.path.isfile, files))}
+
+
 class BuildWithBlake3(build_ext):
     """Compiles the packaged BLAKE3 C sources into the extension at build time.  They live
     outside the tree, and setuptools refuses absolute paths among an extension's sources
@@ -49,6 +70,8 @@ class BuildWithBlake3(build_ext):
     def build_extensions(self) -> None:
         require_header("xxhash.h", "libxxhash-dev", self.compiler)
         require_header("openssl/evp.h", "libssl-dev", self.compiler)
+        # Debian's Python keeps its headers apart; build-essential does not bring them
+        require_header("Python.h", "python3-dev", self.compiler)
         self.compiler.src_extensions.append(".S")
         where = blake3_sources.source_dir()
         for ext in self.extensions:
@@ -59,19 +82,31 @@ class BuildWithBlake3(build_ext):
                 output_dir=os.path.join(self.build_temp, "blake3"),
                 macros=ext.define_macros,
                 include_dirs=ext.include_dirs,
-                extra_postargs=ext.extra_compile_args,
+                # upstream's code, warnings and all (an unused function on aarch64)
+                extra_postargs=[a for a in ext.extra_compile_args if a != "-Werror"],
             )
         super().build_extensions()
+        if not self.inplace:  # a wheel: zverify/licenses/ beside the module
+            self.write_notices(notices(where))
+
+    def write_notices(self, texts: dict[str, list[str]]) -> None:
+        folder = os.path.join(self.build_lib, "zverify", "licenses")
+        os.makedirs(folder, exist_ok=True)
+        for name, files in texts.items():
+            with open(os.path.join(folder, name), "w") as out:
+                for path in files:
+                    with open(path) as f:
+                        out.write(f"==> {path} <==\n{f.read()}\n")
 
 
 zvcore = Extension(
     "zverify._zvcore",
     sources=sorted(glob("native/src/*.c") + glob("native/py/*.c")),
     include_dirs=["native/include", "native/src"],
-    libraries=["xxhash", "crypto"],
+    libraries=CRYPTO,
     extra_compile_args=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
     + (SANITIZE if sanitize else []),
-    extra_link_args=["-pthread"] + (SANITIZE if sanitize else []),
+    extra_link_args=["-pthread", *HIDE_STATIC] + (SANITIZE if sanitize else []),
 )
 
 setup(ext_modules=[zvcore], cmdclass={"build_ext": BuildWithBlake3})

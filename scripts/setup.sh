@@ -8,6 +8,7 @@ APT_PACKAGES=(
     build-essential libxxhash-dev        # the C core: XXH3 ...
     librust-blake3-dev                   # ... and BLAKE3's official C sources (setup.py)
     libssl-dev                           # ... and SHA-256/SHA-512 (OpenSSL's libcrypto)
+    patchelf                             # scripts/wheel.sh: auditwheel repair checks for it
     rsync tar coreutils attr acl         # real copies and metadata tools in tests
     strace                               # tests: which files a walk opens and reads
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests

@@ -217,11 +217,12 @@ void zv_walk_counters(const zv_walk *w, zv_counters *c);
 
 void zv_record_free(zv_record *r);
 
-/* What hashes (for `zverify --version`): libxxhash's version number (e.g. 801 = 0.8.1),
- * whether the core's AVX2 build of XXH3 runs, BLAKE3's version and the kernel its
- * dispatcher picks on this CPU ("avx512", "avx2", "sse4.1", "sse2", "portable"). */
-unsigned zv_xxh_library_version(void);
-int zv_xxh_uses_avx2(void);
+/* What hashes (for `zverify --version`): the version of the xxHash compiled in (e.g.
+ * 801 = 0.8.1), the XXH3 kernel that runs ("avx2", "sse2", "neon", "portable"), BLAKE3's
+ * version and the kernel its dispatcher picks on this CPU ("avx512", "avx2", "sse4.1",
+ * "sse2", "neon", "portable"). */
+unsigned zv_xxh_version(void);
+const char *zv_xxh_kernel(void);
 const char *zv_blake3_version(void);
 const char *zv_blake3_kernel(void);
 

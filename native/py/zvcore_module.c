@@ -595,13 +595,13 @@ static PyTypeObject JoinType = {
 
 static PyObject *hash_backends(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored))
 {
-    unsigned v = zv_xxh_library_version();
+    unsigned v = zv_xxh_version();
     char xxh[64];
-    snprintf(xxh, sizeof xxh, "libxxhash %u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+    snprintf(xxh, sizeof xxh, "xxHash %u.%u.%u (built in)", v / 10000, v / 100 % 100, v % 100);
     char b3[64];
     snprintf(b3, sizeof b3, "BLAKE3 C %s", zv_blake3_version());
     return Py_BuildValue("{s:(s,s),s:(s,s)}", "xxh3-128", xxh,
-                         zv_xxh_uses_avx2() ? "avx2" : "library default", "blake3", b3,
+                         zv_xxh_kernel(), "blake3", b3,
                          zv_blake3_kernel());
 }
 

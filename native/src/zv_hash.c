@@ -6,6 +6,11 @@
  * on trees of small files.  The sources are not in this repository: setup.py compiles the
  * ones Debian packages (native/blake3_sources.py says where they are).
  *
+ * XXH3 is compiled in from Debian's header-only xxhash.h (libxxhash-dev) rather than
+ * linked to libxxhash.so.0: a wheel then needs no xxHash library on the machine that
+ * installs it, and the compiler may inline the hot loop.  With no -m flags it is the
+ * build's baseline (SSE2 on x86-64, NEON on aarch64); zv_xxh_avx2.c adds the AVX2 one.
+ *
  * SHA-256 and SHA-512 come from OpenSSL's libcrypto, the implementation hashlib uses too,
  * so that `--hash sha256` hashes in these workers as well: the C join (and so compare
  * --mpi) needs every digest of a walk made here.  MD5 and SHA-1 (md5sum and sha1sum lists,
@@ -15,6 +20,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define XXH_INLINE_ALL /* this file's own static copy: no libxxhash.so at run time */
 #include <xxhash.h>
 
 #include <openssl/evp.h>
@@ -51,8 +58,8 @@ static int is_evp(int algo)
 }
 
 /*
- * Which XXH3 build hashes: the AVX2 one when the CPU has it, else Debian's
- * library.  ZVERIFY_XXH=baseline forces the library (tests compare both).
+ * Which XXH3 build hashes: the AVX2 one when the CPU has it, else the baseline
+ * one compiled here.  ZVERIFY_XXH=baseline forces the baseline (tests compare both).
  */
 static int avx2_enabled(void)
 {
@@ -146,14 +153,24 @@ size_t zv_hasher_digest(zv_hasher *h, unsigned char out[ZV_DIGEST_MAX])
 
 /* ---- facts for `zverify --version` ---- */
 
-unsigned zv_xxh_library_version(void)
+unsigned zv_xxh_version(void)
 {
     return XXH_versionNumber();
 }
 
-int zv_xxh_uses_avx2(void)
+const char *zv_xxh_kernel(void)
 {
-    return avx2_enabled();
+    if (avx2_enabled())
+        return "avx2";
+#if XXH_VECTOR == XXH_SSE2
+    return "sse2";
+#elif XXH_VECTOR == XXH_NEON
+    return "neon";
+#elif XXH_VECTOR == XXH_SCALAR
+    return "portable";
+#else
+    return "other";
+#endif
 }
 
 const char *zv_blake3_version(void)
@@ -174,6 +191,8 @@ const char *zv_blake3_kernel(void)
         return "sse4.1";
     if (__builtin_cpu_supports("sse2"))
         return "sse2";
+#elif defined(__aarch64__)
+    return "neon"; /* every AArch64 CPU has it: blake3_dispatch.c calls it unconditionally */
 #endif
     return "portable";
 }

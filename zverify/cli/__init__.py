@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import typer
 
-from zverify import exitcodes, provenance
+from zverify import corefailure, exitcodes, provenance
 from zverify.cli.lazy import LazyCommand, LazyGroup
 from zverify.errors import ZverifyError
 
@@ -194,7 +194,9 @@ def run(argv: list[str] | None = None) -> int:
         if err.errno == errno.EPIPE:
             return exitcodes.BROKEN_PIPE
         return _fail(f"{err.strerror or err}{_filename(err)}", exitcodes.TROUBLE)
-    except Exception:
+    except Exception as err:
+        if (broken := corefailure.describe(err)) is not None:
+            return _fail(broken, exitcodes.TROUBLE)  # an install problem: no traceback
         traceback.print_exc(file=sys.stderr)
         return _fail("internal error (traceback above); nothing was verified", exitcodes.TROUBLE)
     if code == exitcodes.INTERRUPTED:
