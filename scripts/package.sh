@@ -6,9 +6,11 @@
 # tests but not the source (so nothing is imported from the checkout).
 #
 # "Without the build packages" is a mount namespace (unshare -m, needs root) in which the
-# compiler, the C and Python headers and the xxHash/OpenSSL development files are hidden;
-# once pip has installed (over TLS, so with libssl3), libxxhash.so.0 and libcrypto.so.3 are
-# hidden as well: the wheel must not need them.  Each is shown to be hidden before use.
+# compiler, the C and Python headers and the xxHash/OpenSSL development files are hidden.
+# Inside it, a nested namespace also hides the run-time libxxhash.so.0 and libcrypto.so.3 and
+# runs the installed command on real trees with every C hasher: the wheel must not need them.
+# (The CLI tests run with those two visible: rsync, which they run as the real copier, links
+# both.)  Each hidden thing is shown to be hidden before use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +30,31 @@ hide() {
     done
 }
 
+# The installed command without libxxhash.so.0 and libcrypto.so.3 (the wheel's C core has
+# both compiled in): its version, and a compare with each C hasher of a copy made by cp -a.
+if [ "${1:-}" = "--without-libraries" ]; then
+    work=$2 libdir=$3
+    hide "$libdir"/libxxhash.so.0 "$libdir"/libcrypto.so.3 "$libdir"/libssl.so.3
+    for lib in libxxhash.so.0 libcrypto.so.3; do
+        if python3 -c "import ctypes; ctypes.CDLL('$lib')" 2>/dev/null; then
+            echo "package: $lib is still loadable" >&2
+            exit 1
+        fi
+    done
+    zv="$work/venv/bin/zverify"
+    mkdir -p "$work/trees/src/sub" && echo one > "$work/trees/src/a" && echo two > "$work/trees/src/sub/b"
+    cp -a "$work/trees/src" "$work/trees/dst"
+    for algo in xxh3-128 blake3 sha256 sha512; do
+        "$zv" compare --no-progress --hash "$algo" "$work/trees/src" "$work/trees/dst" >/dev/null
+    done
+    echo three > "$work/trees/dst/a"
+    rc=0 && "$zv" compare --no-progress --hash sha256 "$work/trees/src" "$work/trees/dst" >/dev/null || rc=$?
+    [ "$rc" = 1 ] || { echo "package: a changed file gave exit $rc, not 1" >&2; exit 1; }
+    echo "package: no libxxhash.so.0 or libcrypto.so.3: $("$zv" --version | head -2 | tr '\n' ' ')" \
+        "compared a copy with xxh3-128, blake3, sha256 and sha512 (exit 0), a change (exit 1)"
+    exit
+fi
+
 if [ "${1:-}" = "--in-namespace" ]; then
     work=$2 wheel=$3
     multiarch=$(gcc -print-multiarch)
@@ -45,15 +72,8 @@ if [ "${1:-}" = "--in-namespace" ]; then
     python3 -m venv "$work/venv"
     "$work/venv/bin/pip" -q --disable-pip-version-check install "$wheel[test]"
 
-    hide "$libdir"/libxxhash.so.0 "$libdir"/libcrypto.so.3 "$libdir"/libssl.so.3
-    for lib in libxxhash.so.0 libcrypto.so.3; do
-        if python3 -c "import ctypes; ctypes.CDLL('$lib')" 2>/dev/null; then
-            echo "package: $lib is still loadable" >&2
-            exit 1
-        fi
-    done
-    echo "package: no cc, no headers, no libxxhash.so.0 or libcrypto.so.3;" \
-        "installed $(basename "$wheel"): $("$work/venv/bin/zverify" --version | head -2 | tr '\n' ' ')"
+    echo "package: no cc, no headers; installed $(basename "$wheel")"
+    unshare -m bash "$0" --without-libraries "$work" "$libdir"
     cd "$work/run"
     ZVERIFY_TEST_INSTALLED=1 PATH="$work/venv/bin:$PATH" "$work/venv/bin/python" -m pytest -q \
         -p no:cacheprovider tests/cli

@@ -5,8 +5,11 @@ import json
 from pathlib import Path
 
 from tests.cli.console import needs_installed_command, zverify
+from zverify import schemas
 
-PACKAGED = Path(__file__).resolve().parents[2] / "zverify" / "schemas"
+# The schema files of the zverify the tests import: the checkout's, or under scripts/package.sh
+# the installed wheel's (the tests then run from a directory without the source).
+PACKAGED = Path(schemas.__file__).parent
 
 pytestmark = needs_installed_command
 
