@@ -117,7 +117,11 @@ def compare(
 ) -> int:
     """Compare SRC and DST: exit 0 identical, 1 different, 2 could not verify everything.
 
-    Either side may be a manifest written by `zverify manifest` (a file, or - for stdin)."""
+    Either side may be a list instead of a tree (a file, or - for stdin), recognised by its
+    content: a manifest written by `zverify manifest`, an mtree spec, a hashdeep list, or a
+    checkfile of sha256sum, sha512sum, sha1sum, md5sum, b3sum or xxh128sum (its names are
+    relative to the other side's root); or a BagIt bag's directory.  What a list does not
+    record is refused per profile."""
     # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.filtering import selected
     from zverify.cli.options import algorithm_option, check_threads
