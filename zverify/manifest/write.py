@@ -219,9 +219,13 @@ def write_manifest(
 ) -> WriteSummary:
     """Walk root and write its manifest to out; raises RootError/WalkError (nothing valid
     is left behind: without its trailer a native manifest never verifies)."""
-    walk = TreeWalk(root, options, "TREE")
+    # A native manifest's running digest is allocated before the walk, whose threads start
+    # allocating at once: an allocation failure then either stops everything before a line is
+    # written or comes from the walk, which the trailer-less output already answers for.
+    native = ManifestWriter(out) if fmt == "native" else None
+    walk = TreeWalk(root, options, "TREE")  # checks root before anything is written
     try:
-        writer = _writer(fmt, out, root, options)
+        writer = _writer(fmt, out, root, options, native)
         for batch in walk.batches():
             writer.add_batch(batch)
             if progress is not None:
@@ -234,12 +238,11 @@ def write_manifest(
 
 
 def _writer(
-    fmt: str, out: BinaryIO, root: str, options: WalkOptions
+    fmt: str, out: BinaryIO, root: str, options: WalkOptions, native: "ManifestWriter | None"
 ) -> "ManifestWriter | MtreeWriter | CheckfileWriter":
-    if fmt == "native":
-        writer = ManifestWriter(out)
-        writer.write_header(header(root, options))
-        return writer
+    if native is not None:
+        native.write_header(header(root, options))
+        return native
     if fmt == "mtree":
         return MtreeWriter(out, root)
     return CheckfileWriter(out, fmt)
