@@ -5,7 +5,6 @@ README.md); --oversubscribe lets 4 ranks share this machine's cores.
 """
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import console_script
+from tests.cli.producer import timeless
 
 RUN_TIMEOUT = 300  # seconds: a hung rank must fail the test, not the CI job
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -82,15 +82,7 @@ def assert_same(one: Done, many: Done, ranks: int) -> None:
     never start at the same millisecond), and the same exit code (mpirun adds its own
     banner to stderr when the exit code is not 0, so stderr is not compared)."""
     assert many.returncode == one.returncode, (ranks, many.returncode, many.stderr[-2000:])
-    assert _timeless(many.stdout) == _timeless(one.stdout), (ranks, many.stderr[-2000:])
-
-
-_PRODUCER = re.compile(r'"producer": \{[^}]*\}')
-_TIMES = re.compile(r'"(started|finished)": "[^"]*"')
-
-
-def _timeless(out: str) -> str:
-    return _PRODUCER.sub(lambda found: _TIMES.sub(r'"\1": "-"', found.group()), out)
+    assert timeless(many.stdout) == timeless(one.stdout), (ranks, many.stderr[-2000:])
 
 
 def cli_running(pid: int) -> bool:
