@@ -12,21 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests import namespaces
 from tests.cli.console import _env, _interpreter, console_script
 
 COMMANDS = [["--version"], ["compare", "/etc", "/etc"], ["stream", "verify", "/dev/null"]]
 
 
-def _namespaces_usable() -> bool:
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        return False
-    probe = ["unshare", "-m", "mount", "-t", "tmpfs", "none", "/mnt"]
-    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _namespaces_usable(), reason="needs root and mount namespaces (unshare -m) to hide files"
-)
+pytestmark = namespaces.needed("to hide files")
 
 
 def _core_module() -> Path:

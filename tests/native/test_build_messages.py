@@ -6,7 +6,6 @@ tmpfs over the directory holding it, and setup.py runs as pip would run it.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -14,19 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests import namespaces
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _namespaces_usable() -> bool:
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        return False
-    probe = ["unshare", "-m", "mount", "-t", "tmpfs", "none", "/mnt"]
-    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(
-    not _namespaces_usable(), reason="needs root and mount namespaces (unshare -m) to hide headers"
-)
+pytestmark = namespaces.needed("to hide headers")
 
 
 @pytest.mark.parametrize(
