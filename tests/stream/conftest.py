@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from zverify.sendstream.validate import StreamReport, verify_stream
+from zverify.sendstream.report import StreamReport
+from zverify.sendstream.validate import verify_stream
 
 STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
 INDEX = STREAMS / "index.json"

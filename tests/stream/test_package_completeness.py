@@ -19,7 +19,8 @@ import pytest
 
 from tests.stream.conftest import INDEX, STREAMS
 from tests.stream.streamgen import StreamBuilder, walk
-from zverify.sendstream.validate import StreamReport, Substream, verify_stream
+from zverify.sendstream.report import StreamReport, Substream
+from zverify.sendstream.validate import verify_stream
 
 REPO = Path(__file__).resolve().parents[2]
 Check = Callable[[bytes], StreamReport]

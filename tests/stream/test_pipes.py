@@ -16,7 +16,8 @@ import pytest
 
 from tests.cli.console import console_script
 from zverify import _zvcore
-from zverify.sendstream.validate import StreamReport, verify_stream
+from zverify.sendstream.report import StreamReport
+from zverify.sendstream.validate import verify_stream
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 FULL = STREAMS / "full_fs_s1.zstream"

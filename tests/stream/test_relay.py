@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.stream.streamgen import WRITE, StreamBuilder, full_stream, package, walk
-from zverify.sendstream.validate import StreamReport, verify_stream
+from zverify.sendstream.report import StreamReport
+from zverify.sendstream.validate import verify_stream
 
 
 def relay(tmp_path: Path, data: bytes, buffer_hint: str = "") -> tuple[StreamReport, bytes]:

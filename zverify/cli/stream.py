@@ -18,7 +18,7 @@ from zverify.cli.epilogs import epilog
 from zverify.errors import UsageError
 
 if TYPE_CHECKING:  # the library is imported inside each command: only what it runs is loaded
-    from zverify.sendstream.validate import StreamReport
+    from zverify.sendstream.report import StreamReport
 
 app = typer.Typer(
     name="stream",

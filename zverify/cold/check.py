@@ -36,8 +36,9 @@ from zverify.cold.store import Entry, LocalStore, Store
 from zverify.errors import ColdError
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
 from zverify.sendstream.format import BeginFlag, Feature
+from zverify.sendstream.report import StreamReport, Substream
 from zverify.sendstream.rules import RESUMING
-from zverify.sendstream.validate import StreamReport, Substream, verify_stream
+from zverify.sendstream.validate import verify_stream
 
 ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 

@@ -35,7 +35,8 @@ from zverify.errors import ColdError
 from zverify.par2 import tool
 from zverify.sendstream import compressed
 from zverify.sendstream.format import MAGIC, RECORD_SIZE, BeginHeader, parse_begin
-from zverify.sendstream.validate import StreamReport, verify_stream
+from zverify.sendstream.report import StreamReport
+from zverify.sendstream.validate import verify_stream
 
 _NO_LINKS = (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
 DAMAGED_COPY = "damaged"  # in the work directory: the damaged file as par2 reads it

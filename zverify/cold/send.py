@@ -37,7 +37,8 @@ from zverify.cold.plan import SendPlan
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, refuse_existing
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream import compressed
-from zverify.sendstream.validate import StreamReport, verify_stream
+from zverify.sendstream.report import StreamReport
+from zverify.sendstream.validate import verify_stream
 from zverify.zfs import inventory, ops
 
 BOOKMARK_PREFIX = "zverify-"

@@ -16,7 +16,7 @@ from zverify.cold import entries, names
 from zverify.cold.entries import Identity
 from zverify.cold.plan import SendPlan
 from zverify.sendstream.chain import ArchivedFile
-from zverify.sendstream.validate import StreamReport
+from zverify.sendstream.report import StreamReport
 
 MAX_BYTES = 1 << 20  # far above any sidecar send writes; a bigger one is read cut short
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from zverify import provenance
+from zverify.sendstream.report import StreamReport, Substream
 from zverify.sendstream.token import ResumeToken
-from zverify.sendstream.validate import StreamReport, Substream
 
 VERIFY_SCHEMA = "zverify.stream-verify/1"
 INFO_SCHEMA = "zverify.stream-info/1"

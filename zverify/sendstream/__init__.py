@@ -1,7 +1,8 @@
 """Offline send-stream code: no ZFS module, pool or `zfs` command is needed.
 
 format (record layouts), nvlist (XDR/native decoding), token (resume tokens),
-validate (a whole stream -> StreamReport), rules (what `zfs receive` accepts of a substream)
+validate (a whole stream -> StreamReport: its data in report, its messages in
+messages, the package rules in package), rules (what `zfs receive` accepts of a substream)
 and chain (what an archive of stream files restores, and in which order).  Live ZFS is
 zverify.zfs, apart.
 """

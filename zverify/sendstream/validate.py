@@ -2,7 +2,11 @@
 
 The C scanner (native/src/zv_stream.c) does the framing and replays the fletcher-4
 checksums; it hands back only BEGIN/END records, problems and counters.  This module
-checks what the scanner cannot know from one record at a time:
+opens the input (a compressed file through zverify.sendstream.compressed), runs the
+scanner and feeds its events to the checker, the nesting state machine below, which
+checks what the scanner cannot know from one record at a time.  What it fills in is in
+report (the data), the scanner's problem codes get their words in messages, and what
+must hold between the substreams of a package is in package (zfs send's rules):
 
 * nesting: a plain stream is BEGIN..END; a compound package (`zfs send -R/-I/-p`) is a
   compound BEGIN, its END, one BEGIN..END per snapshot, and a final END; nothing may
@@ -33,13 +37,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-from zverify import _zvcore, exitcodes
+from zverify import _zvcore
 from zverify.sendstream import compressed
 from zverify.sendstream import format as fmt
-from zverify.sendstream.format import BeginFlag, HeaderType, RecordType
+from zverify.sendstream.format import HeaderType
+from zverify.sendstream.messages import scanner_message, type_name, zeros_message
 from zverify.sendstream.nvlist import (
     SCALAR,
     KeepSpec,
@@ -48,6 +52,8 @@ from zverify.sendstream.nvlist import (
     NvlistLimitError,
     unpack,
 )
+from zverify.sendstream.package import PackageRules, datasets
+from zverify.sendstream.report import CompoundHeader, StreamProblem, StreamReport, Substream
 
 ProgressHook = Callable[[int], None]
 """Called with the number of bytes read so far."""
@@ -75,220 +81,6 @@ HEADER_KEEP: KeepSpec = {
     **{key: SCALAR for key in ("tosnap", "fromsnap", "not_recursive", "raw")},
     "fss": {"*": {"name": SCALAR, "origin": SCALAR, "snaps": {"*": SCALAR}}},
 }
-
-
-@dataclass(frozen=True, slots=True)
-class StreamProblem:
-    """Something wrong (or, as a warning, unusual) at a place in the stream."""
-
-    offset: int
-    record: int
-    message: str
-    code: str
-    span: tuple[int, int] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"offset": self.offset, "record": self.record}
-        out |= {"code": self.code, "message": self.message}
-        if self.span:
-            out["span"] = list(self.span)
-        return out
-
-
-@dataclass(slots=True)
-class Substream:
-    """One snapshot's BEGIN..END: identity, features and what it holds."""
-
-    index: int
-    offset: int
-    record: int
-    toname: str
-    toguid: int
-    fromguid: int
-    creation_time: int
-    objset_type: int
-    flags: int
-    features: int
-    nvlist: NvDict | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    logical_bytes: int = 0
-    payload_bytes: int = 0
-    end_offset: int | None = None
-    end_ok: bool | None = None
-    end_checksum: tuple[int, int, int, int] | None = None  # its END's Fletcher-4, as computed
-
-    @property
-    def complete(self) -> bool:
-        return self.end_offset is not None
-
-    @property
-    def stream_bytes(self) -> int | None:
-        return None if self.end_offset is None else self.end_offset + fmt.RECORD_SIZE - self.offset
-
-    @property
-    def dataset(self) -> str:
-        return self.toname.split("@", 1)[0]
-
-    @property
-    def kind(self) -> str:
-        if self.flags & BeginFlag.CLONE:
-            return "clone"
-        return "incremental" if self.fromguid else "full"
-
-    def crypt(self, key: str) -> int | None:
-        """A number from the raw-send key nvlist (to_ivset_guid, from_ivset_guid...)."""
-        keydata = (self.nvlist or {}).get("crypt_keydata")
-        value = keydata.get(key) if isinstance(keydata, dict) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "index": self.index,
-            "offset": self.offset,
-            "toname": self.toname,
-            "toguid": str(self.toguid),
-            "fromguid": str(self.fromguid),
-            "kind": self.kind,
-            "creation_time": self.creation_time,
-            "objset_type": fmt.OBJSET_TYPES.get(self.objset_type, str(self.objset_type)),
-            "flags": fmt.flag_names(self.flags),
-            "features": fmt.feature_names(self.features),
-            "counts": self.counts,
-            "logical_bytes": self.logical_bytes,
-            "payload_bytes": self.payload_bytes,
-            "stream_bytes": self.stream_bytes,
-            "complete": self.complete,
-        }
-        nv = self.nvlist or {}
-        if "resume_object" in nv:
-            out["resume"] = {"object": nv.get("resume_object"), "offset": nv.get("resume_offset")}
-        for key in ("to_ivset_guid", "from_ivset_guid"):
-            if (value := self.crypt(key)) is not None:
-                out[key] = str(value)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Dataset:
-    """One entry of the compound header's `fss`: a dataset and its snapshots' GUIDs."""
-
-    guid: int
-    name: str
-    snapshots: dict[str, int]
-    origin: int | None
-
-    def as_dict(self) -> dict[str, Any]:
-        snaps = {name: str(guid) for name, guid in self.snapshots.items()}
-        out: dict[str, Any] = {"name": self.name, "guid": str(self.guid), "snapshots": snaps}
-        if self.origin is not None:
-            out["origin"] = str(self.origin)
-        return out
-
-
-@dataclass(slots=True)
-class CompoundHeader:
-    """The package header of `zfs send -R/-I/-p`: its BEGIN and decoded XDR nvlist."""
-
-    offset: int
-    toname: str
-    features: int
-    nvlist: NvDict | None
-    datasets: list[Dataset] = field(default_factory=list)
-    nvlist_bytes: int = 0
-
-    def text(self, key: str) -> str | None:
-        value = (self.nvlist or {}).get(key)
-        return value if isinstance(value, str) else None
-
-    @property
-    def recursive(self) -> bool:
-        return self.nvlist is not None and "not_recursive" not in self.nvlist
-
-    @property
-    def dataset(self) -> str:
-        return self.toname.split("@", 1)[0]
-
-    @property
-    def shape_known(self) -> bool:
-        """False when a payload was there but not decoded: -R or not is then unknown."""
-        return not self.nvlist_bytes or self.nvlist is not None
-
-    def as_dict(self) -> dict[str, Any]:
-        nv = self.nvlist or {}
-        return {
-            "offset": self.offset,
-            "toname": self.toname,
-            "features": fmt.feature_names(self.features),
-            "tosnap": self.text("tosnap"),
-            "fromsnap": self.text("fromsnap"),
-            "recursive": self.recursive,
-            "raw": nv.get("raw") is True,
-        }
-
-
-@dataclass(slots=True)
-class StreamReport:
-    """Everything learned about one stream; `valid` is the verdict."""
-
-    source: str
-    readable: bool = True
-    size: int = 0
-    records: int = 0
-    big_endian: bool = False
-    header: CompoundHeader | None = None
-    substreams: list[Substream] = field(default_factory=list)
-    problems: list[StreamProblem] = field(default_factory=list)
-    warnings: list[StreamProblem] = field(default_factory=list)
-    problems_dropped: int = 0
-    substreams_dropped: int = 0  # found but not listed: past the limits (see MAX_SUBSTREAMS)
-    relayed: int | None = None  # bytes passed on to relay_to (verify_stream), else None
-    compression: str | None = None  # zstd, gzip, xz, lz4: the file holds the stream compressed
-    file_bytes: int | None = None  # bytes of the file read (compressed), when not size
-
-    @property
-    def valid(self) -> bool:
-        return self.readable and not self.problems and not self.problems_dropped
-
-    @property
-    def exit_code(self) -> int:
-        return exitcodes.verdict(unverified=not self.readable, different=not self.valid)
-
-    @property
-    def kind(self) -> str:
-        """full, incremental, clone, replication package, incremental package, full package
-        (`zfs send -p fs@s`) or clone package (or unknown)."""
-        if self.header is not None:
-            if self.header.recursive:
-                return "replication package"
-            if len(self.substreams) == 1 and self.substreams[0].kind != "incremental":
-                return f"{self.substreams[0].kind} package"
-            return "incremental package"
-        if not self.substreams:
-            return "unknown"
-        return self.substreams[0].kind
-
-    def as_dict(self, substreams: bool = True) -> dict[str, Any]:
-        """substreams=False: an empty list in their place (rendered one at a time)."""
-        out: dict[str, Any] = {
-            "file": self.source,
-            "valid": self.valid,
-            "readable": self.readable,
-            "kind": self.kind,
-            "byte_order": "big" if self.big_endian else "little",
-            "bytes": self.size,
-            "compression": self.compression,
-            "file_bytes": self.size if self.file_bytes is None else self.file_bytes,
-            "records": self.records,
-            "substreams": [s.as_dict() for s in self.substreams] if substreams else [],
-            "substreams_not_listed": self.substreams_dropped,
-            "problems": [p.as_dict() for p in self.problems],
-            "problems_not_listed": self.problems_dropped,
-            "warnings": [w.as_dict() for w in self.warnings],
-        }
-        if self.header is not None:
-            out["header"] = self.header.as_dict()
-            out["datasets"] = [d.as_dict() for d in self.header.datasets]
-        return out
 
 
 def verify_stream(
@@ -427,60 +219,6 @@ def _events(scanner: _zvcore.StreamScanner) -> Iterator[_zvcore.StreamEvent]:
         scanner.close()
 
 
-def _type_name(rtype: int) -> str:
-    return RecordType(rtype).name if 0 <= rtype < len(RecordType) else "unknown"
-
-
-def _scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
-    """(code, message) for a problem the C scanner reported."""
-    what, d = _type_name(ev.rtype), ev.detail
-    if ev.code == _zvcore.SP_EMPTY:
-        return "not-a-stream", "empty input: not a send stream"
-    if ev.code == _zvcore.SP_NOT_STREAM:
-        return "not-a-stream", "not a ZFS send stream (no BEGIN record with the send magic)"
-    if ev.code == _zvcore.SP_TRUNC_HEADER:
-        return "truncated", f"truncated: input ends {d[0]} bytes into a 312-byte record header"
-    if ev.code == _zvcore.SP_TRUNC_PAYLOAD:
-        return "truncated", f"truncated: input ends {d[1]} of {d[0]} bytes into a {what} payload"
-    if ev.code == _zvcore.SP_BAD_TYPE:
-        return "bad-record", f"unknown record type {d[0]}; cannot read past this point"
-    if ev.code == _zvcore.SP_BAD_LENGTH:
-        msg = f"impossible payload length {d[0]} (limit {d[1]}) in a {what} record"
-        return "bad-record", msg + "; cannot read past this point"
-    if ev.code == _zvcore.SP_CKSUM_RECORD:
-        span = ev.span or (0, 0)
-        msg = f"checksum mismatch at {what} record: damage in bytes {span[0]}..{span[1]}"
-        return "checksum", msg
-    if ev.code == _zvcore.SP_CKSUM_END:
-        span = ev.span or (0, 0)
-        return "checksum", f"END checksum mismatch: damage in bytes {span[0]}..{span[1]}"
-    if ev.code == _zvcore.SP_BEGIN_MAGIC:
-        msg = "BEGIN record without the send magic in the stream's byte order"
-        return "bad-record", msg + ": framing is lost, nothing after it is checked"
-    if ev.code == _zvcore.SP_ZEROS:
-        return "bad-record", _zeros(ev)
-    if ev.code == _zvcore.SP_TOGUID:
-        return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
-    if ev.code == _zvcore.SP_IO:
-        return "io", f"read error: {os.strerror(ev.errno)}"
-    if ev.code == _zvcore.SP_NOMEM:
-        return "io", "out of memory for the BEGIN payload: its contents cannot be checked"
-    if ev.code == _zvcore.SP_RELAY:
-        why = os.strerror(ev.errno)
-        return "relay", f"could not pass the stream on after {d[0]} verified bytes: {why}"
-    return "internal", f"scanner problem code {ev.code}"
-
-
-def _zeros(ev: _zvcore.StreamEvent) -> str:
-    """One line for a run of zero bytes where a record should start (a sparse or
-    pre-allocated file's tail, a copy that stopped): where it starts and how long it is."""
-    n, to_end = ev.detail
-    msg = f"{n} bytes of zeros from offset {ev.offset}"
-    if to_end:
-        return msg + " to the end of the input: no record is all zeros"
-    return msg + f" (to offset {ev.offset + n}): no record is all zeros; not read past this point"
-
-
 class _Checker:
     """The nesting state machine fed by scanner events; fills a StreamReport."""
 
@@ -497,8 +235,7 @@ class _Checker:
         self.skip = False  # nothing after this point can change the verdict: read, not framed
         self.bad_begin = False  # the next BEGIN event is a record without the magic
         self.open = (0, "")  # (index, toname) of the substream being read, listed or not
-        self.by_name: dict[str, Dataset] | None = None  # the header's datasets, by name
-        self.last: dict[str, Substream] = {}  # per dataset, its latest substream
+        self.rules: PackageRules | None = None  # a package's, from its compound BEGIN
         self.final_end: tuple[int, int] | None = None  # (offset, record) of a package's last END
 
     # -- reporting -------------------------------------------------------------------
@@ -517,7 +254,7 @@ class _Checker:
             self.trailing_reported = True
             msg = "trailing data after the end of the stream (the final END)"
             if ev.kind == _zvcore.EV_PROBLEM and ev.code == _zvcore.SP_ZEROS:
-                msg += ": " + _zeros(ev)
+                msg += ": " + zeros_message(ev)
             self.problem(ev.offset, ev.record, msg, "trailing-data")
         # Whatever follows, the stream is damaged: its bytes are counted, not framed
         # record by record (a read error still makes it unreadable).
@@ -537,7 +274,7 @@ class _Checker:
             self.on_eof(ev)
 
     def on_problem(self, ev: _zvcore.StreamEvent) -> None:
-        code, message = _scanner_message(ev)
+        code, message = scanner_message(ev)
         self.fatal = self.fatal or ev.fatal
         if ev.code in (_zvcore.SP_IO, _zvcore.SP_NOMEM, _zvcore.SP_RELAY):
             self.report.readable = False  # not verified: exit 2, never OK nor DAMAGED
@@ -559,7 +296,7 @@ class _Checker:
             return
         for rtype, n in enumerate(ev.counts):
             if n:
-                key = _type_name(rtype)
+                key = type_name(rtype)
                 sub.counts[key] = sub.counts.get(key, 0) + n
         sub.logical_bytes += ev.logical_bytes
         sub.payload_bytes += ev.payload_bytes
@@ -598,10 +335,11 @@ class _Checker:
         header = CompoundHeader(ev.offset, begin.toname, begin.features, None)
         header.nvlist = self.decode_nvlist(ev, begin, HEADER_KEEP, HEADER_MAX_KEPT)
         header.nvlist_bytes = begin.payload_len
-        header.datasets = _datasets(header.nvlist)
+        header.datasets = datasets(header.nvlist)
         if header.nvlist is not None:
             header.nvlist.pop("fss", None)  # now in datasets: not kept twice
         self.report.header = header
+        self.rules = PackageRules(header, self)
         self.package = True
         self.state = self.HEADER
         self.current = None
@@ -649,8 +387,8 @@ class _Checker:
         )
         self.report.substreams.append(sub)
         self.current = sub
-        if self.package:
-            _check_linkage(self, sub)
+        if self.rules is not None:
+            self.rules.begun(sub)
 
     def kept(self, ev: _zvcore.StreamEvent, nv: NvDict | None) -> NvDict | None:
         """What a substream's nvlist is used for: the resume point and the raw-send IV-set
@@ -744,8 +482,9 @@ class _Checker:
     def finish(self) -> None:
         # A package cut short is already damaged; what else is missing would be noise, and
         # so it would be when substreams went unlisted (the report is not valid then).
-        if self.package and self.final_end is not None and not self.report.substreams_dropped:
-            _check_complete(self, *self.final_end)
+        rules, end = self.rules, self.final_end
+        if rules is not None and end is not None and not self.report.substreams_dropped:
+            rules.complete(self.report.substreams, *end)
 
 
 def _numbers(kept: NvDict) -> Iterator[tuple[str, object]]:
@@ -754,199 +493,3 @@ def _numbers(kept: NvDict) -> Iterator[tuple[str, object]]:
             yield from ((f"{key}.{k}", v) for k, v in value.items())
         else:
             yield key, value
-
-
-def _datasets(nv: NvDict | None) -> list[Dataset]:
-    fss = (nv or {}).get("fss")
-    out: list[Dataset] = []
-    if not isinstance(fss, dict):
-        return out
-    for key, entry in fss.items():
-        if not isinstance(entry, dict):
-            continue
-        snaps = entry.get("snaps")
-        snapshots = (
-            {k: v for k, v in (snaps or {}).items() if isinstance(v, int)}
-            if isinstance(snaps, dict)
-            else {}
-        )
-        origin = entry.get("origin")
-        name = entry.get("name")
-        try:
-            guid = int(key, 16)
-        except ValueError:
-            guid = 0
-        out.append(
-            Dataset(
-                guid=guid,
-                name=name if isinstance(name, str) else "",
-                snapshots=snapshots,
-                origin=origin if isinstance(origin, int) else None,
-            )
-        )
-    return out
-
-
-def _check_linkage(check: _Checker, sub: Substream) -> None:
-    """GUID linkage inside a package, as each substream begins (so that a break makes the
-    report damaged at once): per dataset, each substream continues the previous."""
-    header = check.report.header
-    if check.by_name is None:
-        check.by_name = {d.name: d for d in header.datasets} if header else {}
-    ds = check.by_name.get(sub.dataset)
-    snap = sub.toname.split("@", 1)[1] if "@" in sub.toname else ""
-    if ds and snap in ds.snapshots and ds.snapshots[snap] != sub.toguid:
-        msg = (
-            f"{sub.toname}: toguid {sub.toguid} differs from the package header's "
-            f"{ds.snapshots[snap]}"
-        )
-        check.problem(sub.offset, sub.record, msg, "guid")
-    prev = check.last.get(sub.dataset)
-    check.last[sub.dataset] = sub
-    if prev is None:
-        if ds and header:
-            _check_first(check, sub, ds, header)
-    elif sub.kind != "clone":
-        _check_link(check, prev, sub)
-
-
-def _check_first(check: _Checker, sub: Substream, ds: Dataset, header: CompoundHeader) -> None:
-    """Where zfs send starts a dataset: from the header's fromsnap when the dataset has it
-    (never in full then); in a -R package, in full or from its origin when it has not."""
-    fromsnap, tosnap = header.text("fromsnap"), header.text("tosnap")
-    if fromsnap and _before(ds, fromsnap, tosnap):
-        want = ds.snapshots[fromsnap]
-        if sub.fromguid != want:
-            what = f"fromguid {sub.fromguid}" if sub.fromguid else "is a full stream"
-            if sub.kind == "clone":
-                what = f"is a clone stream from {sub.fromguid}"
-            msg = f"{sub.toname}: {what}, but the package starts at @{fromsnap} ({want})"
-            check.problem(sub.offset, sub.record, msg, "guid")
-    elif fromsnap and header.recursive and sub.kind == "incremental":
-        # Without a fromsnap, the -R completeness check names the missing first snapshots.
-        msg = (
-            f"broken chain: {sub.toname} starts from {sub.fromguid}, but {ds.name} has no "
-            f"@{fromsnap}: zfs send -R starts it in full (or from its origin)"
-        )
-        check.problem(sub.offset, sub.record, msg, "guid")
-
-
-def _before(ds: Dataset, fromsnap: str, tosnap: str | None) -> bool:
-    """fromsnap is listed for ds, before tosnap when that is listed too (fss keeps zfs send's
-    creation order)."""
-    if fromsnap not in ds.snapshots:
-        return False
-    names = list(ds.snapshots)
-    return tosnap not in ds.snapshots or names.index(fromsnap) < names.index(tosnap)
-
-
-def _check_link(check: _Checker, prev: Substream, sub: Substream) -> None:
-    if sub.fromguid != prev.toguid:
-        what = "is a full stream" if not sub.fromguid else f"starts from {sub.fromguid}"
-        msg = (
-            f"broken chain: {sub.toname} {what}, but the previous substream of "
-            f"{sub.dataset} ({prev.toname}) ends at {prev.toguid}"
-        )
-        check.problem(sub.offset, sub.record, msg, "guid")
-        return
-    want, have = prev.crypt("to_ivset_guid"), sub.crypt("from_ivset_guid")
-    if want and have and want != have:
-        msg = f"broken raw chain: {sub.toname} from_ivset_guid {have} is not {prev.toname}'s {want}"
-        check.problem(sub.offset, sub.record, msg, "guid")
-
-
-# -- completeness: what the compound header promises is there --------------------------------
-
-Missing = Callable[[str], None]
-"""Reports one incomplete-package problem (at the package's final END)."""
-
-SHOW_SNAPSHOTS = 5
-
-
-def _check_complete(check: _Checker, offset: int, record: int) -> None:
-    """Checksums restart at every BEGIN, so whole substreams can be cut out of a package
-    without any checksum noticing: compare what is there with what the header promises."""
-    header = check.report.header
-    subs = check.report.substreams
-    assert header is not None
-
-    def missing(message: str) -> None:
-        check.problem(offset, record, f"incomplete package: {message}", "incomplete")
-
-    if not subs:
-        return missing(f"no substream at all (the header sends {header.toname})")
-    if not header.shape_known:
-        msg = "package header nvlist not decoded: completeness checked against its toname only"
-        check.warning(header.offset, 0, msg, "nvlist")
-        if header.toname not in {s.toname for s in subs}:
-            missing(f"{header.toname} is missing")
-        return
-    if header.recursive:
-        _check_replication(header, subs, missing)
-    else:
-        _check_chain_ends(check, header, subs, missing)
-
-
-def _check_chain_ends(
-    check: _Checker, header: CompoundHeader, subs: list[Substream], missing: Missing
-) -> None:
-    """Without -R, zfs send writes one dataset's chain ending at the header's snapshot (its
-    start, when the header names a fromsnap, is checked by _check_first)."""
-    for sub in subs:
-        if sub.dataset != header.dataset:
-            msg = f"broken chain: {sub.toname} is not a snapshot of the package's {header.dataset}"
-            check.problem(sub.offset, sub.record, msg, "guid")
-    want = _final_name(header)
-    if subs[-1].toname != want:
-        missing(f"{want} is missing: the last substream ends at {subs[-1].toname}")
-
-
-def _final_name(header: CompoundHeader) -> str:
-    # A send of a live (read-only) filesystem has no snapshot: libzfs writes `fs@` in the
-    # header, the kernel `fs@--head--` in the substream.
-    return header.toname + "--head--" if header.toname.endswith("@") else header.toname
-
-
-def _check_replication(header: CompoundHeader, subs: list[Substream], missing: Missing) -> None:
-    """-R: every dataset listed with the tosnap is sent up to it (zfs send skips datasets
-    without it and leaves them out of `fss`)."""
-    tosnap, fromsnap = header.text("tosnap"), header.text("fromsnap")
-    # Present by GUID, or by name: a GUID that disagrees with the header is its own problem.
-    guids, names = {s.toguid for s in subs}, {s.toname for s in subs}
-    datasets = {s.dataset for s in subs}
-    top_listed = False
-    for ds in header.datasets:
-        wanted = _wanted(ds, tosnap, fromsnap)
-        top_listed = top_listed or (bool(wanted) and ds.name == header.dataset)
-        lost = [n for n in wanted if ds.snapshots[n] not in guids and f"{ds.name}@{n}" not in names]
-        if lost:
-            sent = ds.name in datasets or not guids.isdisjoint(ds.snapshots.values())
-            missing(_lost_message(ds, lost, sent))
-    if not top_listed and header.toname not in names:
-        missing(f"{header.toname}, the package's tosnap, is missing")
-
-
-def _wanted(ds: Dataset, tosnap: str | None, fromsnap: str | None) -> list[str]:
-    """The snapshots of ds a -R package must hold.  Without a fromsnap, zfs send -R sends
-    every snapshot up to tosnap; fss lists them in creation order (and, from old senders,
-    later ones too, hence the cut).  With one, -R -i sends only tosnap (and clone origins),
-    and the header does not say -i from -I: only tosnap is certain."""
-    if tosnap is None or tosnap not in ds.snapshots:
-        return []
-    if fromsnap is not None:
-        return [tosnap]
-    names = list(ds.snapshots)
-    return names[: names.index(tosnap) + 1]
-
-
-def _lost_message(ds: Dataset, lost: list[str], sent: bool) -> str:
-    """One line for everything missing of one dataset (sent: any of its substreams is here)."""
-    name = ds.name or f"the dataset with GUID {ds.guid}"
-    shown = ", ".join(f"@{n}" for n in lost[:SHOW_SNAPSHOTS])
-    if len(lost) > SHOW_SNAPSHOTS:
-        shown += f" and {len(lost) - SHOW_SNAPSHOTS} more"
-    if not sent:
-        return f"dataset {name} is missing (the header lists {shown})"
-    if len(lost) == 1:
-        return f"{name}@{lost[0]} is missing (the header lists it)"
-    return f"{name} is missing {shown} (the header lists them)"
