@@ -178,14 +178,6 @@ void zv_stream_stop_relay(zv_stream *s);
 uint64_t zv_stream_relayed(const zv_stream *s);
 
 /*
- * Fold len bytes into the fletcher-4 state st[4] (a, b, c, d), reading
- * 32-bit words in little-endian order (big_endian = 0) or big-endian order.
- * Only floor(len / 4) words are used, like OpenZFS's incremental fletcher-4:
- * 1-3 trailing bytes are ignored.
- */
-void zv_fletcher4(uint64_t st[4], const void *buf, size_t len, int big_endian);
-
-/*
  * Sampling: prove a run of records in a window of a stream read by range,
  * with nothing known of the bytes before it.  Every record but a BEGIN
  * carries in its trailer the fletcher-4 state of its substream up to that

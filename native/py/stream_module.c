@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "zv_fletcher.h"
 #include "zvstream.h"
 
 int zv_py_stream_init(PyObject *module);
