@@ -13,7 +13,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "zvcore.h"
+#include "zvjoin.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
  * leading to their range as context records: the join folds on them as the single walk
  * would have, and drops them.
  */
-#include "zvcore.h"
+#include "zvjoin.h"
 
 #include <stdlib.h>
 #include <string.h>
