@@ -11,8 +11,10 @@ XXH3-128 or BLAKE3.
 """
 
 import enum
+import os
 from typing import TYPE_CHECKING
 
+from zverify.errors import UsageError
 from zverify.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -44,6 +46,23 @@ def blake3_hasher() -> "_zvcore.Hasher":
     from zverify import _zvcore
 
     return _zvcore.Hasher(_zvcore.ALGO_BLAKE3)
+
+
+XXH_VARIABLE = "ZVERIFY_XXH"
+"""Which XXH3-128 build hashes (the C core reads it): auto (AVX2 when the CPU has it) or
+baseline; both give the same digests, so it exists for tests and for measuring."""
+
+
+def check_xxh_setting() -> None:
+    """Refuse a ZVERIFY_XXH that names no build (UsageError, exit 2): an explicit request is
+    a demand, and a typo (`baseine`) must not measure or test the other build unnoticed."""
+    from zverify import _zvcore  # the core decides what it accepts: one reader of the variable
+
+    if not _zvcore.xxh_setting_known():
+        value = os.environ.get(XXH_VARIABLE, "")
+        raise UsageError(
+            f"{XXH_VARIABLE}={value!r} names no XXH3 build: set it to auto or baseline, or unset it"
+        )
 
 
 # What --hash offers; SHA-1 and MD5 are only ever used to check other tools' lists.

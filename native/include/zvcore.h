@@ -224,6 +224,10 @@ void zv_record_free(zv_record *r);
  * "sse2", "neon", "portable"). */
 unsigned zv_xxh_version(void);
 const char *zv_xxh_kernel(void);
+/* Whether the environment's ZVERIFY_XXH names an XXH3 build: unset, empty or "auto" (AVX2
+ * when the CPU has it) or "baseline".  0: it names none (the core then runs the baseline,
+ * and its caller should refuse the setting rather than let a demand pass unmet). */
+int zv_xxh_setting_known(void);
 const char *zv_blake3_version(void);
 const char *zv_blake3_kernel(void);
 

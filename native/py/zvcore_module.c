@@ -605,9 +605,16 @@ static PyObject *hash_backends(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignor
                          zv_blake3_kernel());
 }
 
+static PyObject *xxh_setting_known(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(zv_xxh_setting_known());
+}
+
 static PyMethodDef module_methods[] = {
     {"hash_backends", hash_backends, METH_NOARGS,
      "{algorithm: (implementation, kernel)} of the C hashers on this machine."},
+    {"xxh_setting_known", xxh_setting_known, METH_NOARGS,
+     "Whether ZVERIFY_XXH is unset, empty, auto or baseline (zv_xxh_setting_known)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -58,16 +58,35 @@ static int is_evp(int algo)
 }
 
 /*
+ * The XXH3 build ZVERIFY_XXH demands: 1 "auto" (also unset or empty), 0 "baseline"
+ * (tests compare both builds), -1 a value that names neither.  The only reader of
+ * the variable, so the core and its caller's refusal (zv_xxh_setting_known) agree.
+ */
+static int xxh_asked(void)
+{
+    const char *v = getenv("ZVERIFY_XXH");
+    if (!v || !*v || !strcmp(v, "auto"))
+        return 1;
+    return strcmp(v, "baseline") ? -1 : 0;
+}
+
+int zv_xxh_setting_known(void)
+{
+    return xxh_asked() >= 0;
+}
+
+/*
  * Which XXH3 build hashes: the AVX2 one when the CPU has it, else the baseline
- * one compiled here.  ZVERIFY_XXH=baseline forces the baseline (tests compare both).
+ * one compiled here.  An unknown ZVERIFY_XXH gets the baseline, which runs on
+ * any CPU and gives the same digests; the CLI refuses such a value before it
+ * hashes anything.
  */
 static int avx2_enabled(void)
 {
     static int decided = -1;
     int v = __atomic_load_n(&decided, __ATOMIC_RELAXED);
     if (v < 0) {
-        const char *force = getenv("ZVERIFY_XXH");
-        v = zv_xxh_avx2_usable() && !(force && !strcmp(force, "baseline"));
+        v = zv_xxh_avx2_usable() && xxh_asked() == 1;
         __atomic_store_n(&decided, v, __ATOMIC_RELAXED);
     }
     return v;

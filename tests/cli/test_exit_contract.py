@@ -273,3 +273,26 @@ def test_quiet_prints_only_the_verdict_line(trees: tuple[str, str]) -> None:
     (line,) = quiet.stdout.splitlines()
     assert line.startswith("DIFFERENT: 1 difference (content 1)")
     assert line in full.stdout.splitlines() and len(full.stdout.splitlines()) > 5
+
+
+@pytest.mark.parametrize("value", ["baseine", "avx2", "AUTO"])
+def test_an_unknown_xxh_build_is_refused(trees: tuple[str, str], value: str) -> None:
+    """ZVERIFY_XXH demands an XXH3 build; a value naming none is refused before anything is
+    hashed, never ignored (a typo would then test or measure the other build unnoticed)."""
+    done = zverify("compare", *trees, env={"ZVERIFY_XXH": value})
+    assert_usage_error(done, f"ZVERIFY_XXH='{value}'")
+    assert "auto or baseline" in done.stderr
+
+
+@pytest.mark.parametrize("value", ["auto", "baseline", ""])
+def test_a_known_xxh_build_is_accepted(trees: tuple[str, str], value: str) -> None:
+    done = zverify("compare", *trees, env={"ZVERIFY_XXH": value})
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_baseline_xxh_build_is_the_one_that_runs() -> None:
+    """The demand is met, not only accepted: --version names the kernel that hashes."""
+    done = zverify("--version", env={"ZVERIFY_XXH": "baseline"})
+    assert done.returncode == 0, done.stderr
+    xxh = [line for line in done.stdout.splitlines() if line.startswith("xxh3-128:")]
+    assert len(xxh) == 1 and "avx2 kernel" not in xxh[0], done.stdout

@@ -166,6 +166,10 @@ def run(argv: list[str] | None = None) -> int:
     try:  # a signal from the first moment on takes the clean-up path below
         signal.signal(signal.SIGTERM, _terminate)
         provenance.start()  # every JSON document's "started"
+        if "ZVERIFY_XXH" in os.environ:  # only then is the C core loaded this early
+            from zverify.hashing import check_xxh_setting
+
+            check_xxh_setting()
         if _mpi_asked(argv):
             _hold_mpi_signals()
         chosen = _make_app(completion=True) if _completion_asked(argv) else app
