@@ -1,6 +1,6 @@
 /*
  * zv_traverse.h — the canonical-order traversal (zv_traverse.c), which knows nothing of
- * threads: it hands every record to a sink, and the pipeline (zv_pipeline.c) is one such
+ * threads: it hands every record to a sink, and the pipeline (zv_walk.c) is one such
  * sink.  So the dependency goes one way: pipeline -> traverse.
  */
 #ifndef ZV_TRAVERSE_H

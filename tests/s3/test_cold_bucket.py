@@ -172,9 +172,9 @@ def test_an_object_replaced_by_one_of_the_same_size_is_never_deleted(s3env: S3En
     store = S3Store(s3env.url)
     entry = next(e for e in store.entries() if e.key == "fs@s1.zfs")
     assert entry.st is not None
-    from zverify.cold.entries import Identity
+    from zverify.cold.entries import FileStamp
 
-    proven = Identity.of(entry.st)
+    proven = FileStamp.of(entry.st)
     data = bytearray((STREAMS / CHAIN_A["fs@s1.zfs"]).read_bytes())
     data[100] ^= 1
     s3env.client.put_object(Bucket=s3env.bucket, Key="archive/fs@s1.zfs", Body=bytes(data))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from zverify import exitcodes
 from zverify.cold import entries, ledger, lock, names, parity, sidecar
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
 from zverify.cold.store import Entry, LocalStore, Store
@@ -67,7 +67,7 @@ class FileReport:
     readable: bool = True
     archived: ArchivedFile | None = None  # set when the whole file is an intact stream
     problems: list[Problem] = field(default_factory=list)
-    identity: Identity | None = None  # the file that was read (regular files)
+    identity: FileStamp | None = None  # the file that was read (regular files)
     in_progress: str | None = None  # a .partial a running send holds: who, in words
     parity: Parity | None = None  # the stream's parity files, when it has any
     compression: str | None = None  # zstd, gzip, xz, lz4: size is then the stream's bytes
@@ -213,8 +213,8 @@ class _Aside:
     """What is not read as a stream: sidecars and parity (name -> the file that was listed),
     the originals repairs kept, and the doubts about those files."""
 
-    sidecars: dict[str, Identity] = field(default_factory=dict)
-    parities: dict[str, Identity] = field(default_factory=dict)
+    sidecars: dict[str, FileStamp] = field(default_factory=dict)
+    parities: dict[str, FileStamp] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     loose: list[Problem] = field(default_factory=list)
 
@@ -267,9 +267,9 @@ def _look(
 
 def _set_aside(aside: "_Aside", name: str, st: os.stat_result) -> None:
     if name.endswith(SIDECAR):
-        aside.sidecars[name] = Identity.of(st)
+        aside.sidecars[name] = FileStamp.of(st)
     elif parity.is_parity(name):
-        aside.parities[name] = Identity.of(st)
+        aside.parities[name] = FileStamp.of(st)
     else:
         aside.kept.append(name)
 
@@ -303,9 +303,9 @@ def _check_partial(store: Store, name: str, st: os.stat_result) -> FileReport | 
     clean = f"`zverify cold clean --yes{how} {places}` removes it"
     try:
         fd = (
-            entries.open_directory(path, Identity.of(st))
+            entries.open_directory(path, FileStamp.of(st))
             if stat.S_ISDIR(st.st_mode)
-            else entries.open_regular(path, Identity.of(st))
+            else entries.open_regular(path, FileStamp.of(st))
         )
     except FileNotFoundError:
         return None
@@ -336,7 +336,7 @@ def _check_stream(
     store: Store, name: str, st: os.stat_result, progress: ProgressHook | None
 ) -> FileReport:
     try:
-        fd = store.open_read(name, Identity.of(st))  # an fd: what the C scanner reads
+        fd = store.open_read(name, FileStamp.of(st))  # an fd: what the C scanner reads
     except entries.Changed as err:
         problem = Problem(name, "changed", str(err))
         return FileReport(name, "unknown", readable=False, problems=[problem])
@@ -362,7 +362,7 @@ def _check_stream(
         return out
     out = _file_report(name, report)
     out.identity = after
-    if out.identity != Identity.of(st):
+    if out.identity != FileStamp.of(st):
         # what was read may be a mix of two versions: no verdict on this file
         out.archived, out.readable = None, False
         message = "changed while it was read (size or modification time): read it again"
@@ -507,7 +507,7 @@ def _contradictions(
 
 
 def _check_sidecars(
-    store: Store, files: list[FileReport], sidecars: dict[str, Identity]
+    store: Store, files: list[FileReport], sidecars: dict[str, FileStamp]
 ) -> list[Problem]:
     """A sidecar must agree with its stream (zverify.cold.sidecar); one without a stream is
     reported."""
@@ -530,7 +530,7 @@ def _check_sidecars(
 
 
 def _check_parity(
-    store: Store, files: list[FileReport], parities: dict[str, Identity]
+    store: Store, files: list[FileReport], parities: dict[str, FileStamp]
 ) -> list[Problem]:
     """Each stream's parity read (zverify.cold.parity), its problems added to the stream's.
     Returns the archive's own: parity whose stream is not here.  Once any stream has parity,
@@ -538,7 +538,7 @@ def _check_parity(
     if parities and not store.uses_local_files:  # par2 reads local files only
         why = "parity in a bucket is not read (par2 reads local files): not verified"
         return [Problem(name, "unreadable", why) for name in sorted(parities)]
-    groups: dict[str, dict[str, Identity]] = {}
+    groups: dict[str, dict[str, FileStamp]] = {}
     for name, identity in parities.items():
         groups.setdefault(parity.stream_of(name), {})[name] = identity
     streams = {f.name: f for f in files if f.kind != "partial"}
@@ -569,8 +569,8 @@ def _check_parity(
 def _inspect(
     store: Store,
     stream: str,
-    group: dict[str, Identity],
-    proven: Identity | None,
+    group: dict[str, FileStamp],
+    proven: FileStamp | None,
     readable: bool,
 ) -> Parity:
     """parity.inspect() in the stream's own directory (par2 names files relative to the

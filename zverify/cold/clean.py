@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zverify.cold import entries, lock, names, workdir
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.names import WORK_DIRS
 from zverify.cold.store import LocalStore, Store
 from zverify.cold.workdir import fsync_dir
@@ -112,7 +112,7 @@ def _one(path: str, name: str, owner: int, remove: bool) -> Leftover | None:
 
 
 def _unlink_same(path: str, st: os.stat_result, _fd: int) -> str | None:
-    if not Identity.of(st).same_file(os.lstat(path)):
+    if not FileStamp.of(st).same_file(os.lstat(path)):
         return "replaced while it was looked at: not removed"
     os.unlink(path)
     return None
@@ -151,7 +151,7 @@ def _remove_if_left(
     says why it is left or removes it.  None when it vanished while it was removed."""
     opener = entries.open_directory if stat.S_ISDIR(st.st_mode) else entries.open_regular
     try:
-        fd = opener(path, Identity.of(st))
+        fd = opener(path, FileStamp.of(st))
     except (OSError, entries.Changed) as err:
         item.left = f"cannot open: {err.strerror}" if isinstance(err, OSError) else str(err)
         return item

@@ -23,7 +23,7 @@ SAFE_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NO
 
 
 @dataclass(frozen=True)
-class Identity:
+class FileStamp:
     """Which file an entry was when it was read: a deletion or a receive later must find the
     very same file (same inode, size and modification time)."""
 
@@ -33,14 +33,14 @@ class Identity:
     mtime_ns: int
 
     @classmethod
-    def of(cls, st: os.stat_result) -> "Identity":
+    def of(cls, st: os.stat_result) -> "FileStamp":
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     def same_file(self, st: os.stat_result) -> bool:
         return (self.dev, self.ino) == (st.st_dev, st.st_ino)
 
     def unchanged(self, st: os.stat_result) -> bool:
-        return self == Identity.of(st)
+        return self == FileStamp.of(st)
 
 
 class Changed(ColdError):
@@ -88,7 +88,7 @@ def doubts(st: os.stat_result, directory_uid: int) -> list[tuple[str, str]]:
     return found
 
 
-def open_regular(path: str, expect: Identity | None = None, flags: int = SAFE_OPEN) -> int:
+def open_regular(path: str, expect: FileStamp | None = None, flags: int = SAFE_OPEN) -> int:
     """An fd of the regular file at path, never following a symlink nor blocking on a FIFO.
     Raises OSError when it cannot be opened, Changed when it is not a regular file or not
     the file expected (same inode)."""
@@ -106,7 +106,7 @@ def open_regular(path: str, expect: Identity | None = None, flags: int = SAFE_OP
     return fd
 
 
-def open_directory(path: str, expect: Identity | None = None) -> int:
+def open_directory(path: str, expect: FileStamp | None = None) -> int:
     """An fd of the directory at path (a work directory of the archive), never through a
     symlink.  Raises OSError when it cannot be opened, Changed when it is not the directory
     expected (same inode)."""

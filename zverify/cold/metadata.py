@@ -20,7 +20,7 @@ from zverify.cold.check import (
     beside_streams,
     upload_report,
 )
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.names import SIDECAR
 from zverify.cold.sidecar import MAX_BYTES
 from zverify.cold.store import Entry, Store
@@ -66,7 +66,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
 def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
     assert entry.st is not None
     name, size = entry.key, entry.st.st_size
-    found = FileReport(name, "unknown", size, place=entry.place, identity=Identity.of(entry.st))
+    found = FileReport(name, "unknown", size, place=entry.place, identity=FileStamp.of(entry.st))
     try:
         found.stored = store.stored(name)
     except OSError as err:
@@ -77,7 +77,7 @@ def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
         why = "no sidecar: at --depth metadata nothing says what it holds (a full check reads it)"
         found.problems.append(Problem(name, "unproven", why))
         return found
-    key, listed = sidecar.key, Identity.of(sidecar.st)
+    key, listed = sidecar.key, FileStamp.of(sidecar.st)
     doc = sidecar_file.load(key, lambda: store.read_small(key, listed, MAX_BYTES))
     if isinstance(doc, tuple):  # a sidecar unreadable, or not a sidecar
         found.problems.append(Problem(sidecar.key, *doc))

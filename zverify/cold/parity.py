@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from zverify.cold import entries, names
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.errors import ColdError
 from zverify.par2 import packets, tool
 
@@ -73,8 +73,8 @@ class Parity:
 def inspect(
     directory: str,
     stream: str,
-    files: dict[str, Identity],
-    intact: Identity | None,
+    files: dict[str, FileStamp],
+    intact: FileStamp | None,
     readable: bool = True,
 ) -> Parity:
     """Read the parity files of stream (name -> the file that was listed).  intact: the
@@ -104,7 +104,7 @@ def inspect(
     return out
 
 
-def _scan(directory: str, out: Parity, files: dict[str, Identity]) -> packets.Scan | None:
+def _scan(directory: str, out: Parity, files: dict[str, FileStamp]) -> packets.Scan | None:
     fds: list[tuple[str, int]] = []
     try:
         for name in out.files:
@@ -155,7 +155,7 @@ def _damage_text(found: packets.Scan) -> str:
 
 
 def _same_file(
-    directory: str, stream: str, intact: Identity, described: packets.DescribedFile, out: Parity
+    directory: str, stream: str, intact: FileStamp, described: packets.DescribedFile, out: Parity
 ) -> None:
     """An intact stream's parity must describe it: same size, same first 16 KiB."""
     if described.length != intact.size:

@@ -13,14 +13,14 @@ import os
 
 from zverify.cold import names, parity, workdir
 from zverify.cold.check import ArchiveReport, FileReport
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.errors import ColdError
 from zverify.par2 import packets, tool
 
 DEFAULT_PERCENT = 10  # of `cold parity` in an archive without parity: ~10% more space
 
 
-def add(directory: str, stream: str, proven: Identity, percent: int) -> list[str]:
+def add(directory: str, stream: str, proven: FileStamp, percent: int) -> list[str]:
     """Make the parity of the proven stream and rename it into the archive; the names made.
     The caller holds the archive's writers' lock.  Raises ColdError (nothing left behind)."""
     work = os.path.join(directory, stream + names.PARITY_WORK)
@@ -41,7 +41,7 @@ def add(directory: str, stream: str, proven: Identity, percent: int) -> list[str
     return made
 
 
-def _still(directory: str, stream: str, proven: Identity) -> None:
+def _still(directory: str, stream: str, proven: FileStamp) -> None:
     """par2 read the stream by its name: it must still be the file that was proven."""
     try:
         st = os.lstat(os.path.join(directory, stream))

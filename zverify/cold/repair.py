@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from zverify.cold import entries, names, workdir
 from zverify.cold.check import ArchiveReport, FileReport
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.names import DAMAGED, REPAIR_WORK, SIDECAR
 from zverify.cold.store import Store
 from zverify.cold.workdir import fsync_dir
@@ -197,7 +197,7 @@ def _link_or_copy(source: str, target: str) -> None:
             raise ColdError(f"cannot copy {names.shown(source)} to repair it: {why}") from None
 
 
-def _rescue(source: str, target: str, expect: Identity | None) -> int:
+def _rescue(source: str, target: str, expect: FileStamp | None) -> int:
     """Copy source to target with every byte that cannot be read as zero (a damaged block
     for par2 to rebuild), as ddrescue would: read in large pieces, a piece that fails again
     up to each sector boundary.  Returns how many bytes could not be read."""

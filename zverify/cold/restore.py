@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from zverify.cold import entries
 from zverify.cold.check import ArchiveReport
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.names import shown
 from zverify.errors import ColdError, UnrestorableError
 from zverify.sendstream import compressed
@@ -168,7 +168,7 @@ def receive_file(
     target: str,
     done: list[str] | None = None,
     progress: ProgressHook | None = None,
-    expect: Identity | None = None,
+    expect: FileStamp | None = None,
 ) -> None:
     """Feed one file to `zfs receive` through the relay: validated again as it is read, each
     byte passed on only once verified, and the receive killed on the first bad record, so
@@ -208,7 +208,7 @@ def _receive_fd(
             os.close(fd)
 
 
-def _open(path: str, expect: Identity | None) -> int:
+def _open(path: str, expect: FileStamp | None) -> int:
     """The archive file, safely (never a symlink, a FIFO, or another file than was checked)."""
     try:
         return entries.open_regular(path, expect)
@@ -216,7 +216,7 @@ def _open(path: str, expect: Identity | None) -> int:
         raise ColdError(f"cannot open {shown(os.path.basename(path))}: {err.strerror}") from None
 
 
-def _open_in(report: ArchiveReport, name: str, expect: Identity | None) -> int:
+def _open_in(report: ArchiveReport, name: str, expect: FileStamp | None) -> int:
     """A file of the report, opened by its store (the same safe open, for a local place)."""
     if report.store is None:
         return _open(report.path(name), expect)

@@ -17,7 +17,7 @@ What a bucket is not, and how that is made up for:
 - no fd: a read is a GET relayed into a pipe by a thread (the C scanner reads fds), resumed
   with ranged GETs after a dropped connection; finish_read() says whether it failed.
 - no identity of inode and mtime: an object's is its ETag and version id, carried in the
-  Identity's inode (a hash of them), with its size and modification time.
+  FileStamp's inode (a hash of them), with its size and modification time.
 """
 
 import contextlib
@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from zverify.cold import names
-from zverify.cold.entries import Changed, Identity
+from zverify.cold.entries import Changed, FileStamp
 from zverify.cold.s3api import (
     Listed,
     Location,
@@ -199,7 +199,7 @@ class S3Store:
 
     # -- reading --------------------------------------------------------------------------
 
-    def _pinned(self, key: str, expect: Identity | None) -> Listed:
+    def _pinned(self, key: str, expect: FileStamp | None) -> Listed:
         listed = self._listed.get(key)
         if listed is None:
             raise FileNotFoundError(errno.ENOENT, "not listed", key)
@@ -226,7 +226,7 @@ class S3Store:
                 raise OSError(errno.EIO, reason) from None
             raise OSError(errno.EIO, why(err)) from None
 
-    def open_read(self, key: str, expect: Identity | None = None) -> int:
+    def open_read(self, key: str, expect: FileStamp | None = None) -> int:
         """The read end of a pipe a thread fills with the object's bytes.  Raises OSError,
         Changed (the object is not the one listed)."""
         listed = self._pinned(key, expect)
@@ -234,10 +234,10 @@ class S3Store:
         self._feeds[feed.fd] = feed
         return feed.fd
 
-    def open_ranged(self, key: str, expect: Identity | None = None) -> int:
+    def open_ranged(self, key: str, expect: FileStamp | None = None) -> int:
         raise OSError(errno.EOPNOTSUPP, "ranged reads of a bucket object are not supported")
 
-    def finish_read(self, key: str, fd: int) -> Identity:
+    def finish_read(self, key: str, fd: int) -> FileStamp:
         """Close fd (of open_read, read to its end or not): the identity of what was read.
         Raises OSError when the object could not be read whole (the connection dropped more
         often than it could be resumed): the scanner saw a cut stream, not the object."""
@@ -250,7 +250,7 @@ class S3Store:
             raise OSError(errno.EIO, feed.error)
         return self._listed[key].identity
 
-    def read_small(self, key: str, expect: Identity | None, limit: int) -> bytes:
+    def read_small(self, key: str, expect: FileStamp | None, limit: int) -> bytes:
         """A small object whole (a sidecar).  Raises OSError, Changed."""
         listed = self._pinned(key, expect)
         if listed.size > limit:
@@ -261,7 +261,7 @@ class S3Store:
         except errors() as err:
             raise OSError(errno.EIO, why(err)) from None
 
-    def read_range(self, key: str, expect: Identity | None, offset: int, length: int) -> bytes:
+    def read_range(self, key: str, expect: FileStamp | None, offset: int, length: int) -> bytes:
         """length bytes from offset (fewer at the object's end) by a ranged GET of the very
         object listed.  Raises OSError (a short answer too), Changed, DamagedAtRest (a range
         that is the whole object is held to the checksum stored with it, and failed)."""
@@ -395,7 +395,7 @@ class S3Store:
             "legal_hold": head.get("ObjectLockLegalHoldStatus") == "ON",
         }
 
-    def ensure_unchanged(self, key: str, expect: Identity | None) -> None:
+    def ensure_unchanged(self, key: str, expect: FileStamp | None) -> None:
         """Raises ColdError unless key is still the object that was proven (same ETag, size
         and version), OSError when it cannot be asked."""
         listed = self._listed.get(key)
@@ -451,7 +451,7 @@ class S3Store:
             raise ColdError(f"locking {names.shown(key)} failed: {why(err)}") from None
         return "extended", before
 
-    def delete(self, key: str, expect: Identity) -> None:
+    def delete(self, key: str, expect: FileStamp) -> None:
         """Delete the very object version that was proven.  In a versioned bucket this
         removes that version (a delete without one would only hide it behind a delete marker,
         still stored and billed); an object lock that refuses is Locked, never worked around."""

@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.errors import ArchiveError
 
 try:  # the s3 extra
@@ -55,10 +55,10 @@ class Listed:
     storage_class: str
 
     @property
-    def identity(self) -> Identity:
+    def identity(self) -> FileStamp:
         pinned = hashlib.sha256(f"{self.etag}\0{self.version or ''}".encode()).digest()
         ns = int(self.modified.timestamp() * 1_000_000_000)
-        return Identity(0, int.from_bytes(pinned[:8], "big") >> 1, self.size, ns)
+        return FileStamp(0, int.from_bytes(pinned[:8], "big") >> 1, self.size, ns)
 
 
 def make_client(endpoint_url: str | None = None) -> Any:

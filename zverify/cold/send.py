@@ -31,7 +31,7 @@ from typing import Any
 
 from zverify.cold import entries, ledger, lock, names, protect, sidecar
 from zverify.cold.check import stream_digest
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.ledger import LedgerRecord
 from zverify.cold.plan import SendPlan
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, refuse_existing
@@ -302,7 +302,7 @@ def _write_sidecar(
 def _write_parity(directory: str, name: str, percent: int) -> str | None:
     """Parity of the stream just proven (zverify.cold.protect); what went wrong, or None."""
     try:
-        proven = Identity.of(os.lstat(os.path.join(directory, name)))
+        proven = FileStamp.of(os.lstat(os.path.join(directory, name)))
         protect.add(directory, name, proven, percent)
     except (OSError, ColdError) as err:
         why = err.strerror if isinstance(err, OSError) else str(err)

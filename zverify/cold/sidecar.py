@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from zverify import __version__, boundedjson, provenance
 from zverify.cold import entries, names
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.plan import SendPlan
 from zverify.sendstream.chain import ArchivedFile
 from zverify.sendstream.report import StreamReport
@@ -59,7 +59,7 @@ def _packed(report: StreamReport) -> dict[str, object]:
     return {"compression": report.compression, "file_bytes": report.file_bytes}
 
 
-def read(path: str, expect: Identity | None = None) -> object:
+def read(path: str, expect: FileStamp | None = None) -> object:
     """The JSON value of a sidecar (a regular file, never followed).  Raises OSError,
     ValueError (also for JSON nested too deeply to parse) or entries.Changed."""
     fd = entries.open_regular(path, expect)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from zverify.cold import entries, lock, names
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
@@ -81,13 +81,13 @@ class Store(Protocol):
     @property
     def deletion(self) -> str: ...  # how a file goes: unlinked, deleted, version-removed
     def entries(self) -> list[Entry]: ...
-    def open_read(self, key: str, expect: Identity | None = None) -> int: ...
-    def open_ranged(self, key: str, expect: Identity | None = None) -> int: ...
-    def finish_read(self, key: str, fd: int) -> Identity: ...
-    def read_small(self, key: str, expect: Identity | None, limit: int) -> bytes: ...
-    def read_range(self, key: str, expect: Identity | None, offset: int, length: int) -> bytes: ...
+    def open_read(self, key: str, expect: FileStamp | None = None) -> int: ...
+    def open_ranged(self, key: str, expect: FileStamp | None = None) -> int: ...
+    def finish_read(self, key: str, fd: int) -> FileStamp: ...
+    def read_small(self, key: str, expect: FileStamp | None, limit: int) -> bytes: ...
+    def read_range(self, key: str, expect: FileStamp | None, offset: int, length: int) -> bytes: ...
     def writer(self, key: str) -> "StoreWriter": ...
-    def delete(self, key: str, expect: Identity) -> None: ...
+    def delete(self, key: str, expect: FileStamp) -> None: ...
     def delete_aside(self, key: str) -> None: ...
     def retained_until(self, key: str) -> "datetime.datetime | None": ...
     def stored(self, key: str) -> dict[str, object]: ...
@@ -97,7 +97,7 @@ class Store(Protocol):
     def retain(self, key: str, mode: str, until: datetime.datetime) -> tuple[str, object]: ...
     def upload_state(self, entry: Entry) -> tuple[int, float, bool]: ...
     def abort_upload(self, entry: Entry) -> None: ...
-    def ensure_unchanged(self, key: str, expect: Identity | None) -> None: ...
+    def ensure_unchanged(self, key: str, expect: FileStamp | None) -> None: ...
     def lock(self, how: str, wait: float = 0) -> "contextlib.AbstractContextManager[None]": ...
     def local_path(self, key: str) -> str: ...
     def place_of(self, key: str) -> str: ...
@@ -229,24 +229,24 @@ class LocalStore:
 
     # -- reading --------------------------------------------------------------------------
 
-    def open_read(self, key: str, expect: Identity | None = None) -> int:
+    def open_read(self, key: str, expect: FileStamp | None = None) -> int:
         """An fd of the regular file of key (never a symlink, a FIFO, another file than
         expect).  Raises OSError or entries.Changed."""
         return entries.open_regular(self.local_path(key), expect)
 
-    def open_ranged(self, key: str, expect: Identity | None = None) -> int:
+    def open_ranged(self, key: str, expect: FileStamp | None = None) -> int:
         """The same, read with pread() (a local fd is both; an object store's is not)."""
         return entries.open_regular(self.local_path(key), expect)
 
-    def finish_read(self, key: str, fd: int) -> Identity:
+    def finish_read(self, key: str, fd: int) -> FileStamp:
         """Close fd (of open_read), returning the identity of the file it read as it is now
         (a change while it was read shows in its size or modification time)."""
         try:
-            return Identity.of(os.fstat(fd))
+            return FileStamp.of(os.fstat(fd))
         finally:
             os.close(fd)
 
-    def read_small(self, key: str, expect: Identity | None, limit: int) -> bytes:
+    def read_small(self, key: str, expect: FileStamp | None, limit: int) -> bytes:
         """Up to limit bytes of the regular file of key.  Raises OSError, entries.Changed."""
         fd = entries.open_regular(self.local_path(key), expect)
         try:
@@ -254,7 +254,7 @@ class LocalStore:
         finally:
             os.close(fd)
 
-    def read_range(self, key: str, expect: Identity | None, offset: int, length: int) -> bytes:
+    def read_range(self, key: str, expect: FileStamp | None, offset: int, length: int) -> bytes:
         """length bytes from offset (fewer at the file's end).  Raises OSError, Changed."""
         fd = entries.open_regular(self.local_path(key), expect)
         try:
@@ -273,7 +273,7 @@ class LocalStore:
         renamed to NAME by Writer.commit(), removed by Writer.discard()."""
         return Writer(self.local_path(key))
 
-    def delete(self, key: str, expect: Identity) -> None:
+    def delete(self, key: str, expect: FileStamp) -> None:
         """Unlink key only when it is still the very regular file that was proven (inode,
         size and modification time), then fsync its directory.  Raises ColdError when it is
         not, OSError when the unlink fails, Unsynced when it is gone but the fsync failed."""
@@ -325,7 +325,7 @@ class LocalStore:
         if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
             os.unlink(path)
 
-    def ensure_unchanged(self, key: str, expect: Identity | None) -> None:
+    def ensure_unchanged(self, key: str, expect: FileStamp | None) -> None:
         """Raises ColdError unless key is still the very regular file that was proven
         (expect None: it never was), OSError when it cannot be looked at."""
         st = os.lstat(self.local_path(key))
@@ -363,7 +363,7 @@ class Writer:
         self.final = final
         self.partial = final + names.PARTIAL
         self.fd, mine = create_exclusive(self.partial)
-        self._mine: Identity | None = mine
+        self._mine: FileStamp | None = mine
         self._synced = False
 
     def sync(self) -> None:
@@ -431,7 +431,7 @@ class Writer:
         return None
 
 
-def create_exclusive(path: str) -> tuple[int, Identity]:
+def create_exclusive(path: str) -> tuple[int, FileStamp]:
     """path, new (never an existing file, never through a symlink), flock()ed as a send's
     .partial is (zverify.cold.lock).  Raises FileExistsError, ColdError."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -443,7 +443,7 @@ def create_exclusive(path: str) -> tuple[int, Identity]:
         raise ColdError(f"cannot create {names.shown(path)}: {err.strerror}") from None
     try:
         lock.hold_partial(fd)
-        return fd, Identity.of(os.fstat(fd))
+        return fd, FileStamp.of(os.fstat(fd))
     except OSError as err:
         os.close(fd)
         os.unlink(path)

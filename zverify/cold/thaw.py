@@ -32,7 +32,7 @@ from typing import Any
 
 from zverify.cold import metadata, names, restore, sidecar
 from zverify.cold.check import ArchiveReport, beside_streams
-from zverify.cold.entries import Identity
+from zverify.cold.entries import FileStamp
 from zverify.cold.names import SIDECAR
 from zverify.cold.store import Entry, Frozen, Store
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
@@ -189,7 +189,7 @@ def _stream(entry: Entry) -> bool:
 def _file(store: Store, entry: Entry, aside: Entry) -> _Described | None:
     """The stream as its sidecar says it is, or None when the sidecar cannot say."""
     assert entry.st is not None and aside.st is not None
-    listed = Identity.of(aside.st)
+    listed = FileStamp.of(aside.st)
     doc = sidecar.load(aside.key, lambda: store.read_small(aside.key, listed, sidecar.MAX_BYTES))
     if isinstance(doc, tuple) or doc.get("file_bytes", doc.get("bytes")) != entry.st.st_size:
         return None  # unreadable, not a sidecar, or not of this object
@@ -229,7 +229,7 @@ class LeftFrozen:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def open_read(self, key: str, expect: Identity | None = None) -> int:
+    def open_read(self, key: str, expect: FileStamp | None = None) -> int:
         why = self.skipped.get(key)
         if why is not None:
             raise OSError(errno.EAGAIN, why, names.shown(key))

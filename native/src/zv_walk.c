@@ -1,5 +1,5 @@
 /*
- * zv_pipeline.c — the threads behind one walk and the public API.
+ * zv_walk.c — the public zv_walk_* API and the threads behind one walk.
  *
  * The walker thread appends records to a ring in canonical order.  Records
  * of regular files arrive with an open fd and are PENDING; hashing workers
