@@ -12,7 +12,7 @@
  *
  * What the scanner does NOT decide: whether BEGIN/END nest correctly,
  * whether GUIDs link up, what the feature flags mean.  That is Python's job
- * (zverify/zfs/stream.py); the scanner only needs the framing rules, which
+ * (zverify/sendstream/validate.py); the scanner only needs the framing rules, which
  * do not depend on the stream's structure.
  *
  * Memory is constant in the stream size: one read buffer plus at most
