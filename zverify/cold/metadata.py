@@ -23,10 +23,9 @@ from zverify.cold.check import (
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import SIDECAR
 from zverify.cold.sidecar import MAX_BYTES
-from zverify.cold.store import Entry, Store
+from zverify.cold.store import IN_FLIGHT, Entry, Store
 
 DEPTH = "metadata"
-CONCURRENT = 16  # requests in flight (boto3's default pool holds 10 connections: see s3.py)
 # the algorithms of the composite a bucket send records in its sidecar (s3_checksum_ALG) and
 # HEAD reports (stored()'s checksum_ALG): CRC-32 since parts carry it, SHA-256 before
 CHECKSUMS = {"crc32": "CRC-32", "sha256": "SHA-256"}
@@ -44,7 +43,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
         return _described(store, entry, sidecars.get(entry.key + SIDECAR))
 
     # two requests an object (HEAD, the sidecar's GET), each a round trip: a few at a time
-    with ThreadPoolExecutor(CONCURRENT) as pool:
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
         wanted = [e for e in listed if e.upload is not None or not beside_streams(e)]
         files = list(pool.map(one, wanted))
     streams = {f.name for f in files}

@@ -43,10 +43,9 @@ from zverify.cold.s3api import (
     why,
 )
 from zverify.cold.s3io import Feed, Upload
-from zverify.cold.store import Entry, Frozen
+from zverify.cold.store import IN_FLIGHT, Entry, Frozen
 from zverify.errors import ArchiveError, ColdError
 
-HEADS = 16  # requests in flight when asking many objects (the client pools 16 connections)
 IDLE_SECONDS = 3600  # an upload without a new part for this long is no running send's
 IDLE_VARIABLE = "ZVERIFY_S3_UPLOAD_IDLE"  # seconds, instead (a send uploads parts far faster)
 ARCHIVED = ("GLACIER", "DEEP_ARCHIVE")  # readable only after a RestoreObject ("thaw")
@@ -359,7 +358,7 @@ class S3Store:
             )
             return Frozen(key, listed.size, listed.storage_class, state)
 
-        with ThreadPoolExecutor(HEADS) as pool:
+        with ThreadPoolExecutor(IN_FLIGHT) as pool:
             return list(pool.map(one, archived))
 
     def thaw(self, key: str, days: int, tier: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zverify.cold.entries import FileStamp
+from zverify.cold.store import IN_FLIGHT
 from zverify.errors import ArchiveError
 
 try:  # the s3 extra
@@ -67,8 +68,8 @@ def make_client(endpoint_url: str | None = None) -> Any:
         raise ArchiveError(
             "s3:// archives need the s3 extra: pip install 'zverify[s3]' (boto3, xxhash)"
         )
-    # enough connections for --depth metadata's concurrent requests (metadata.CONCURRENT)
-    config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=16)
+    # a connection for each request the store may have in flight
+    config = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=IN_FLIGHT)
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 

@@ -26,8 +26,8 @@ from zverify import _zvcore
 from zverify.cold import names
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.entries import Changed
-from zverify.cold.metadata import CONCURRENT, check_metadata
-from zverify.cold.store import Store
+from zverify.cold.metadata import check_metadata
+from zverify.cold.store import IN_FLIGHT, Store
 from zverify.errors import ColdError
 
 DEPTH = "sample"
@@ -75,7 +75,7 @@ def check_sample(
         return prove_run(f.name, read, f.size, start, stop)
 
     found: dict[str, Sampled] = {f.name: Sampled() for f in streams}
-    with ThreadPoolExecutor(CONCURRENT) as pool:
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
         for (f, _run), got in zip(jobs, pool.map(one, jobs), strict=True):
             into = found[f.name]
             into.runs += 1

@@ -41,6 +41,10 @@ from zverify.cold.entries import FileStamp
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
+# Requests a store may have in flight at once when asking after many objects (HEADs, ranged
+# GETs, restores): a bucket's client pools this many connections (boto3's default is 10).
+IN_FLIGHT = 16
+
 
 @dataclass(frozen=True)
 class Entry:

@@ -30,11 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from zverify.cold import metadata, names, restore, sidecar
+from zverify.cold import names, restore, sidecar
 from zverify.cold.check import ArchiveReport, beside_streams
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import SIDECAR
-from zverify.cold.store import Entry, Frozen, Store
+from zverify.cold.store import IN_FLIGHT, Entry, Frozen, Store
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
 from zverify.sendstream.chain import ArchivedFile, DatasetPlan, Restorable, Step, plan
 
@@ -172,7 +172,7 @@ def _described(
         aside = sidecars.get(entry.key + SIDECAR)
         return None if aside is None else _file(store, entry, aside)
 
-    with ThreadPoolExecutor(metadata.CONCURRENT) as pool:
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
         found = list(pool.map(one, streams))
     known = [d for d in found if d is not None]
     if dataset is not None:

@@ -81,10 +81,10 @@ def check_text(report: ArchiveReport) -> str:
     if report.ledger:
         lines.append(report.ledger)
     lines.append(_verdict(report, problems))
-    return _text(lines)
+    return text_lines(lines)
 
 
-def _text(lines: list[str]) -> str:
+def text_lines(lines: list[str]) -> str:
     """One line per line, whatever a message holds (names in it are shown() already; this is
     for the rest, e.g. a directory given in bytes that are not UTF-8)."""
     return "".join(_CONTROL.sub(_escape, line) + "\n" for line in lines)
@@ -182,7 +182,7 @@ def check_json(report: ArchiveReport) -> str:
         provenance.KEY: provenance.producer(),
         "depth": report.depth,
         "directory": report.directory,
-        "places": [_name(p) for p in report.places or [report.directory]],
+        "places": [json_name(p) for p in report.places or [report.directory]],
         "valid": report.exit_code == exitcodes.IDENTICAL,
         "exit_code": report.exit_code,
         "datasets": [
@@ -190,16 +190,20 @@ def check_json(report: ArchiveReport) -> str:
                 "dataset": d,
                 "restorable": [_restorable_doc(r) for r in plan.restorable],
                 "chains": [
-                    {"full": _name(c.full), "files": [_name(n) for n in c.files], "bytes": c.bytes}
+                    {
+                        "full": json_name(c.full),
+                        "files": [json_name(n) for n in c.files],
+                        "bytes": c.bytes,
+                    }
                     for c in report.chains.get(d, [])
                 ],
-                "problems": [_problem_doc(p) for p in by_dataset[d]],
+                "problems": [problem_doc(p) for p in by_dataset[d]],
             }
             for d, plan in report.plans.items()
         ],
         "files": [_file_doc(f) for f in report.files],
-        "problems": [_problem_doc(p) for p in loose],
-        "kept": [_name(n) for n in report.kept],
+        "problems": [problem_doc(p) for p in loose],
+        "kept": [json_name(n) for n in report.kept],
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -209,31 +213,31 @@ def _restorable_doc(r: Restorable) -> dict[str, Any]:
         "snapshot": r.snapshot,
         "guid": str(r.guid),
         "creation_time": r.creation_time,
-        "files": [_name(n) for n in r.files],
+        "files": [json_name(n) for n in r.files],
         "bytes": r.bytes,
     }
 
 
-def _name(name: str) -> str:
+def json_name(name: str) -> str:
     """A file name inside a list, where no flag can go (or text for people that may hold
     one): escaped only when not UTF-8, never a lone surrogate in the JSON."""
     return for_json(name)[0]
 
 
-_message = _name
+_message = json_name
 
 
-def _file_key(name: str) -> dict[str, Any]:
+def file_key(name: str) -> dict[str, Any]:
     text, escaped = for_json(name)
     return {"file": text, "file_escaped": True} if escaped else {"file": text}
 
 
 def _file_doc(f: FileReport) -> dict[str, Any]:
-    doc: dict[str, Any] = {**_file_key(f.name), "valid": f.valid, "kind": f.kind, "bytes": f.size}
+    doc: dict[str, Any] = {**file_key(f.name), "valid": f.valid, "kind": f.kind, "bytes": f.size}
     if f.compression is not None:
         doc |= {"compression": f.compression, "file_bytes": f.file_bytes}
     if f.place:
-        doc["place"] = _name(f.place)
+        doc["place"] = json_name(f.place)
     if f.in_progress:
         doc["in_progress"] = _message(f.in_progress)
     if f.archived is not None:
@@ -245,16 +249,16 @@ def _file_doc(f: FileReport) -> dict[str, Any]:
             "snapshots": [s.snapshot for s in f.archived.steps],
         }
     if f.parity is not None:
-        doc["parity"] = _parity_doc(f.parity)
+        doc["parity"] = parity_doc(f.parity)
     if f.stored is not None:
         doc["stored"] = f.stored
-    doc["problems"] = [_problem_doc(p) for p in f.problems]
+    doc["problems"] = [problem_doc(p) for p in f.problems]
     return doc
 
 
-def _parity_doc(p: Parity) -> dict[str, Any]:
+def parity_doc(p: Parity) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "files": [_name(n) for n in p.files],
+        "files": [json_name(n) for n in p.files],
         "source_blocks": p.source_blocks,
         "recovery_blocks": p.recovery_blocks,
         "percent": round(p.percent, 2) if p.percent is not None else None,
@@ -273,8 +277,8 @@ def _parity_doc(p: Parity) -> dict[str, Any]:
     return doc
 
 
-def _problem_doc(p: Problem) -> dict[str, Any]:
-    doc: dict[str, Any] = {**_file_key(p.file), "kind": p.kind, "message": _message(p.message)}
+def problem_doc(p: Problem) -> dict[str, Any]:
+    doc: dict[str, Any] = {**file_key(p.file), "kind": p.kind, "message": _message(p.message)}
     if p.offset is not None:
         doc["offset"] = p.offset
     if p.damage_from is not None:
@@ -295,7 +299,7 @@ def prune_text(r: Pruned) -> str:
         lines.append("problems (`zverify cold check` tells more):")
         lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in r.problems]
     lines.append(_prune_verdict(r))
-    return _text(lines)
+    return text_lines(lines)
 
 
 def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
@@ -338,7 +342,7 @@ def _prune_verdict(r: Pruned) -> str:
 
 def prune_json(r: Pruned) -> str:
     done = {
-        dataset: {k: [_name(n) for n in v] if k == "deleted" else v for k, v in action.items()}
+        dataset: {k: [json_name(n) for n in v] if k == "deleted" else v for k, v in action.items()}
         for dataset, action in r.actions.items()
     }
     doc = {
@@ -346,13 +350,13 @@ def prune_json(r: Pruned) -> str:
         provenance.KEY: provenance.producer(),
         "dry_run": not r.yes,
         "refused": _message(r.blocked) if r.blocked else None,
-        "problems": [_problem_doc(p) for p in r.problems or []],
+        "problems": [problem_doc(p) for p in r.problems or []],
         "datasets": [
             {
                 "dataset": d.dataset,
-                "keep": [_name(c.full) for c in d.keep],
+                "keep": [json_name(c.full) for c in d.keep],
                 "newest_kept": _restorable_doc(d.newest_kept) if d.newest_kept else None,
-                "remove": [_name(n) for n in d.files],
+                "remove": [json_name(n) for n in d.files],
                 "bytes": d.bytes,
                 "lost": [{"snapshot": x.snapshot, "guid": str(x.guid)} for x in d.lost]
                 if d.files
@@ -383,7 +387,7 @@ def lock_text(r: LockedChains) -> str:
     if r.unread:
         lines[-1:-1] = _not_read_lines(r.unread)
         lines[-1] = "INCOMPLETE: " + lines[-1] + _unverified(r.unread)
-    return _text(lines)
+    return text_lines(lines)
 
 
 def _day(when: object) -> str:
@@ -401,7 +405,7 @@ def lock_json(r: LockedChains) -> str:
             "until": r.until.isoformat(timespec="seconds"),
             "files": [
                 {
-                    **_file_key(name),
+                    **file_key(name),
                     "status": status,
                     "before": before.isoformat() if isinstance(before, datetime.datetime) else None,
                 }
@@ -432,7 +436,7 @@ def clean_text(r: Cleaned) -> str:
         lines.append(f"removed {removed} leftover(s){alone}")
     else:
         lines.append(f"nothing to remove{alone}")
-    return _text(lines)
+    return text_lines(lines)
 
 
 def clean_json(r: Cleaned) -> str:
@@ -452,7 +456,7 @@ def clean_json(r: Cleaned) -> str:
             "exit_code": r.exit_code,
             "leftovers": [
                 {
-                    **_file_key(f.name),
+                    **file_key(f.name),
                     "bytes": f.bytes,
                     "status": status(f),
                     "message": _message(f.left or f.in_progress or ""),
@@ -467,7 +471,7 @@ def clean_json(r: Cleaned) -> str:
 
 
 def repair_line(o: Outcome) -> str:
-    return _text([f"{o.status:<9} {shown(o.name)}: {o.message}"])
+    return text_lines([f"{o.status:<9} {shown(o.name)}: {o.message}"])
 
 
 def repair_text(r: Repaired) -> str:
@@ -483,7 +487,7 @@ def repair_text(r: Repaired) -> str:
     if kept:
         lines.append(f"kept {len(kept)} damaged original(s): `--remove-damaged` removes them")
     lines.append(_repair_verdict(r))
-    return _text(lines)
+    return text_lines(lines)
 
 
 def _not_read_lines(unread: list[Problem]) -> list[str]:
@@ -492,7 +496,7 @@ def _not_read_lines(unread: list[Problem]) -> list[str]:
 
 
 def _not_read_docs(unread: list[Problem]) -> list[dict[str, Any]]:
-    return [{**_file_key(p.file), "message": _message(p.message)} for p in unread]
+    return [{**file_key(p.file), "message": _message(p.message)} for p in unread]
 
 
 def _unverified(unread: list[Problem]) -> str:
@@ -518,16 +522,16 @@ def repair_json(r: Repaired) -> str:
         "exit_code": r.exit_code,
         "repairs": [
             {
-                **_file_key(o.name),
+                **file_key(o.name),
                 "status": o.status,
                 "message": _message(o.message),
-                "kept": _name(o.kept) if o.kept else None,
+                "kept": json_name(o.kept) if o.kept else None,
             }
             for o in r.outcomes
         ],
-        "removed": [_name(n) for n in r.removed],
+        "removed": [json_name(n) for n in r.removed],
         "damaged_originals": [
-            {**_file_key(d.name), "remove": d.remove, "reason": _message(d.why)} for d in r.removals
+            {**file_key(d.name), "remove": d.remove, "reason": _message(d.why)} for d in r.removals
         ],
         "not_read": _not_read_docs(r.unread),
     }
@@ -547,7 +551,7 @@ def thaw_lines(plan: ThawPlan, asked: bool) -> str:
     """restore --thaw: each archived object the restore needs that is not readable yet, what
     was done about it and why it is needed."""
     doing = {"frozen": "thaw asked" if asked else "would be thawed", "thawing": "thawing"}
-    return _text(
+    return text_lines(
         [
             f"zverify: {doing.get(f.state, f.state)} {shown(f.key)} "
             f"({f.bytes:,} bytes, {f.storage_class}): {plan.wanted[f.key]}"
@@ -561,7 +565,7 @@ def warnings(report: ArchiveReport) -> str:
     lines = [
         f"zverify: warning: {p.kind} {shown(p.file)}: {p.message}" for p in report.all_problems
     ]
-    return _text(lines)
+    return text_lines(lines)
 
 
 def _dump(doc: dict[str, Any]) -> str:
@@ -580,13 +584,13 @@ def send_text(r: Sent) -> str:
         ]
         total = sum(p.estimated_bytes for p in r.planned)
         lines.append(f"dry run: nothing sent; {len(r.planned)} file(s), about {total:,} bytes")
-        return _text(lines)
+        return text_lines(lines)
     if not r.files:
-        return _text([f"nothing to send: {r.reason}"])
+        return text_lines([f"nothing to send: {r.reason}"])
     protected = f", {r.parity_percent}% parity" if r.parity_percent else ""
     lines = [f"archived {shown(f.name)}: {f.bytes:,} bytes{protected}" for f in r.files]
     lines[-1] += f" ({r.reason})"
-    return _text(lines)
+    return text_lines(lines)
 
 
 def send_json(r: Sent) -> str:
@@ -594,7 +598,7 @@ def send_json(r: Sent) -> str:
     if r.planned is not None:
         doc["dry_run"] = True
         doc["planned"] = [
-            {"file": _name(p.name), "command": p.command, "estimated_bytes": p.estimated_bytes}
+            {"file": json_name(p.name), "command": p.command, "estimated_bytes": p.estimated_bytes}
             for p in r.planned
         ]
     done = [_sent_doc(f, r) for f in r.files]
@@ -607,7 +611,7 @@ def send_json(r: Sent) -> str:
 def _sent_doc(f: SentFile, r: Sent) -> dict[str, Any]:
     kept_by = "hold" if r.hold else "bookmark"
     doc: dict[str, Any] = {
-        "file": _name(f.name),
+        "file": json_name(f.name),
         "bytes": f.bytes,
         **({"sha256": f.sha256} if f.sha256 is not None else {}),
         kept_by: f.keeper,
@@ -634,7 +638,7 @@ def restore_text(r: Restored) -> str:
         lines.append(f"wrote the receives to {r.script}: nothing received")
     else:
         lines.append("dry run: nothing received")
-    return _text(lines)
+    return text_lines(lines)
 
 
 def restore_json(r: Restored) -> str:
@@ -645,7 +649,7 @@ def restore_json(r: Restored) -> str:
             provenance.KEY: provenance.producer(),
             "dataset": plan.dataset,
             "snapshot": {"name": plan.snapshot.snapshot, "guid": str(plan.snapshot.guid)},
-            "files": [_name(n) for n in plan.files],
+            "files": [json_name(n) for n in plan.files],
             "bytes": plan.snapshot.bytes,
             "target": plan.target,
             "dry_run": r.at is None,
@@ -672,7 +676,7 @@ def parity_text(r: Protected) -> str:
     summary += _unverified(r.unread)
     lines += _not_read_lines(r.unread)
     lines.append(f"dry run: nothing made; {summary}" if r.dry_run else summary)
-    return _text(lines)
+    return text_lines(lines)
 
 
 def parity_json(r: Protected) -> str:
@@ -684,7 +688,7 @@ def parity_json(r: Protected) -> str:
             "percent": r.percent,
             "exit_code": r.exit_code,
             "streams": [
-                {**_file_key(name), "status": status, "message": _message(message)}
+                {**file_key(name), "status": status, "message": _message(message)}
                 for name, status, message in r.done
             ],
             "not_read": _not_read_docs(r.unread),

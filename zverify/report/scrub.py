@@ -16,7 +16,7 @@ from zverify.cold.check import UNVERIFIED
 from zverify.cold.names import shown
 from zverify.cold.repair import describe
 from zverify.cold.scrub import Scrubbed, ScrubReport
-from zverify.report.cold import _file_key, _name, _parity_doc, _problem_doc, _text
+from zverify.report.cold import file_key, json_name, parity_doc, problem_doc, text_lines
 
 SCHEMA = "zverify.cold-scrub/1"
 
@@ -46,7 +46,7 @@ def text(r: ScrubReport) -> str:
         lines.append(f"stopped: {r.stopped}; {len(left)} unproven file(s) left for the next run")
     lines.append(_standing(r))
     lines.append(_verdict(r, read))
-    return _text(lines)
+    return text_lines(lines)
 
 
 def _standing(r: ScrubReport) -> str:
@@ -76,8 +76,8 @@ def json_doc(r: ScrubReport) -> str:
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         provenance.KEY: provenance.producer(),
-        "places": [_name(p) for p in r.places],
-        "ledger": _name(r.ledger.path),
+        "places": [json_name(p) for p in r.places],
+        "ledger": json_name(r.ledger.path),
         "ledger_records": len(r.ledger.records),
         "ledger_torn": r.ledger.was_torn,
         "read_bytes": r.read_bytes,
@@ -94,16 +94,16 @@ def json_doc(r: ScrubReport) -> str:
 
 def _file_doc(f: Scrubbed) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        **_file_key(f.name),
+        **file_key(f.name),
         "bytes": f.size,
         "dataset": f.dataset,
         "result": f.result,
         "proven_at": f.proven_at.isoformat() if f.proven_at else None,
         "read": f.read,
-        "problems": [_problem_doc(p) for p in f.problems],
+        "problems": [problem_doc(p) for p in f.problems],
     }
     if f.report is not None and f.report.parity is not None:
-        doc["parity"] = _parity_doc(f.report.parity)
+        doc["parity"] = parity_doc(f.report.parity)
     return doc
 
 
