@@ -1,10 +1,23 @@
-"""Run the INSTALLED `zverify` console script, as migration scripts do.
+"""The one way tests run the command line, in one of two modes.
 
-The in-process app hides what only the real entry point shows: import failures, the
-exception classes of the installed typer, what reaches the real stdout and stderr.
+- `zverify(*args)`: the INSTALLED console script in a subprocess, as migration scripts run
+  it.  Use it for anything a script acts on (exit codes, what reaches the real stdout and
+  stderr, signals, pipes, terminals): only the real entry point shows import failures, the
+  exception classes of the installed typer and the flush at exit.
+- `zverify_in_process(*args)`: the same root handler (`zverify.cli.run`, which maps every
+  error to its exit code), called in the test's own process.  Use it where a subprocess per
+  call is too slow (hundreds of documents checked against their schemas), and where the test
+  must run the C core of the interpreter running pytest: under scripts/asan.sh the installed
+  script is the main checkout's normal build, so subprocess tests skip there, while
+  in-process ones run on the instrumented core.
+
+Nothing else runs the CLI: not `python -m zverify` (it may import a different checkout than
+the one installed), not a sub-app's typer command (it skips the root handler and so the exit
+code rule).
 """
 
 import functools
+import io
 import os
 import shutil
 import subprocess
@@ -66,6 +79,26 @@ def zverify(
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
         [console_script(), *args], env=_env(env or {}), check=False, **options
     )
+
+
+def zverify_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """`zverify ARGS` through the root handler in this process, its output captured: the
+    same exit code as the installed script, its stdout and stderr as text (undecodable
+    bytes as surrogates, as a UTF-8 locale's stdio does)."""
+    from zverify.cli import run  # here: collecting the tests must not import the CLI
+
+    captured = (io.BytesIO(), io.BytesIO())
+    streams = [io.TextIOWrapper(b, "utf-8", "surrogateescape") for b in captured]
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = streams
+    try:
+        code = run(list(args))
+        for stream in streams:
+            stream.flush()
+    finally:
+        sys.stdout, sys.stderr = saved
+    out, err = (b.getvalue().decode("utf-8", "surrogateescape") for b in captured)
+    return subprocess.CompletedProcess(["zverify", *args], code, out, err)
 
 
 # A process's peak RSS counts the memory of whatever it was forked from until its exec

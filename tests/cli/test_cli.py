@@ -3,25 +3,17 @@
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import blake3
 import pytest
 
-from tests.compare.helpers import REPO
+from tests.cli.console import _env, console_script, needs_installed_command
+from tests.cli.console import zverify as cli
 from tests.treebuilder import write
 from zverify.pathnames import restore
 
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zverify", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+pytestmark = needs_installed_command
 
 
 @pytest.fixture
@@ -129,9 +121,7 @@ def test_unreadable_file_is_an_error_never_identical(pair: tuple[Path, Path]) ->
             "setpriv",
             "--bounding-set",
             "-dac_override,-dac_read_search",
-            sys.executable,
-            "-m",
-            "zverify",
+            console_script(),
             "compare",
             "--json",
             str(src),
@@ -139,8 +129,8 @@ def test_unreadable_file_is_an_error_never_identical(pair: tuple[Path, Path]) ->
         ],
         capture_output=True,
         text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd="/",
+        env=_env({}),
     )
     doc = json.loads(done.stdout)
     assert done.returncode == 2 and doc["identical"] is False
@@ -177,13 +167,7 @@ def test_progress_bar_only_on_a_terminal(pair: tuple[Path, Path]) -> None:
     leader, follower = pty.openpty()
     # a new pty is 0 columns wide, and tqdm draws nothing in 0 columns
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    done = subprocess.run(
-        [sys.executable, "-m", "zverify", "compare", *map(str, pair)],
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    done = cli("compare", *map(str, pair), stderr=follower, text=False)
     os.close(follower)
     shown = os.read(leader, 65536).decode(errors="replace")
     os.close(leader)

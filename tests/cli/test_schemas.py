@@ -2,7 +2,7 @@
 `zverify schema NAME` prints it, and every document's "producer" (zverify.provenance).
 
 The documents are real: each test runs a command (the installed console script for
-`compare`, the in-process entry point zverify.cli.run for the rest) on real trees, real
+`compare`, the in-process runner of tests/cli/console.py for the rest) on real trees, real
 `zfs send` fixture streams and archives, and a stand-in `zfs` where ZFS itself would be
 needed.  The schemas close every document (additionalProperties / unevaluatedProperties
 false), so a key added, renamed or removed in a renderer fails here until the schema file
@@ -30,7 +30,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 
-from tests.cli.console import needs_installed_command, zverify
+from tests.cli.console import needs_installed_command, zverify, zverify_in_process
 from tests.cli.producer import check_producer
 from tests.cold import fakezfs
 from tests.manifest.helpers import edited_manifest
@@ -38,7 +38,6 @@ from tests.stream.streamgen import resume_token
 from tests.treebuilder import write
 from zverify import provenance, schemas
 from zverify.cli import app
-from zverify.cli import run as run_cli
 from zverify.cold import lock
 from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.operations import LockedChains, Pruned
@@ -396,14 +395,13 @@ Run = Callable[..., tuple[int, Any]]
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Run:
-    """zverify ARGV through the real entry point (zverify.cli.run), in-process: its exit code
-    and its stdout parsed as one JSON document."""
+def cli() -> Run:
+    """zverify ARGV through the root handler, in-process (tests/cli/console.py): its exit
+    code and its stdout parsed as one JSON document."""
 
     def run(*argv: str) -> tuple[int, Any]:
-        capsys.readouterr()
-        code = run_cli(list(argv))
-        return code, json.loads(capsys.readouterr().out)
+        done = zverify_in_process(*argv)
+        return done.returncode, json.loads(done.stdout)
 
     return run
 

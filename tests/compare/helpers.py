@@ -1,24 +1,18 @@
-"""Run compare in-process and look at its JSON document."""
+"""Run compare through the root handler and look at its JSON document."""
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.cli.console import zverify_in_process
 
 
 def zverify(*args: str) -> tuple[int, dict[str, Any]]:
-    """Run `zverify compare --json ARGS` as a real subprocess."""
-    done = subprocess.run(
-        [sys.executable, "-m", "zverify", "compare", "--json", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    """Exit code and document of `zverify compare --json ARGS`, in-process (tests/cli/console.py
+    says why: these run on the instrumented C core under scripts/asan.sh)."""
+    done = zverify_in_process("compare", "--json", *args)
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
 

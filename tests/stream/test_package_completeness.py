@@ -11,18 +11,17 @@ from walking the records independently (streamgen.walk).
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.cli.console import zverify_in_process
 from tests.stream.conftest import INDEX, STREAMS
 from tests.stream.streamgen import StreamBuilder, walk
 from zverify.sendstream.report import StreamReport, Substream
 from zverify.sendstream.validate import verify_stream
 
-REPO = Path(__file__).resolve().parents[2]
 Check = Callable[[bytes], StreamReport]
 Chain = list[tuple[str, int, int]]
 
@@ -61,8 +60,8 @@ CUTS = {
 
 
 def _console(path: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "zverify", "stream", "verify", "-q", str(path)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    """In-process (tests/cli/console.py): it runs on the instrumented core under asan.sh."""
+    return zverify_in_process("stream", "verify", "-q", str(path))
 
 
 @real

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.console import needs_installed_command, zverify
 from tests.stream.conftest import INDEX, STREAMS, real_entries
 from tests.stream.streamgen import DRR, byteswap, resign, walk
-from tests.stream.test_cli import RUNNER
 from zverify.sendstream.token import decode_token
 from zverify.sendstream.validate import verify_stream
 
@@ -175,14 +173,10 @@ def test_broken_link_in_real_I_package(check) -> None:
     assert [p.code for p in r.problems] == ["guid"] and r.problems[0].offset == begins[1].offset
 
 
+@needs_installed_command
 def test_real_stream_through_stdin() -> None:
     entry = _smallest(lambda e: e["kind"].startswith("package") or e["kind"] == "full")
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, "info", "--json", "-"],
-        input=_data(entry),
-        capture_output=True,
-        timeout=120,
-    )
+    proc = zverify("stream", "info", "--json", "-", input=_data(entry), text=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["substreams"][-1]["toguid"] == str(entry["to_guid"])
