@@ -10,8 +10,10 @@ from tests.mpi.helpers import require_mpi
 
 
 @pytest.fixture(autouse=True)
-def mpi() -> None:
-    require_mpi()
+def mpi(request: pytest.FixtureRequest) -> None:
+    """MPI for the tests marked `mpi`; the pure ones here (test_mpi_pure.py) need none."""
+    if request.node.get_closest_marker("mpi") is not None:
+        require_mpi()
 
 
 @pytest.fixture(scope="session")

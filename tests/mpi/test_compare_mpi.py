@@ -18,6 +18,8 @@ from tests.faults.faultfs import FaultFS
 from tests.mpi.helpers import Done, assert_same, single, under_mpi
 from zverify.mpi.plan import plan
 
+pytestmark = pytest.mark.mpi  # mpirun and mpi4py (tests/mpi/conftest.py)
+
 FORMATS = {1: (), 2: ("--json",), 3: (), 4: ("--json",)}
 
 

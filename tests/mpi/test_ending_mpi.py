@@ -24,6 +24,8 @@ from tests.mpi.helpers import (
     under_mpi,
 )
 
+pytestmark = pytest.mark.mpi  # mpirun and mpi4py (tests/mpi/conftest.py)
+
 HANG = 60  # seconds: a job still running then is hung (these take a few seconds)
 OFF = "orte_abort_on_non_zero_status"
 

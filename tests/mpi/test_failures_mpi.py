@@ -13,6 +13,8 @@ import pytest
 from tests.cli.console import console_script
 from tests.mpi.helpers import RUN_TIMEOUT, environment, rank_pid, under_mpi
 
+pytestmark = pytest.mark.mpi  # mpirun and mpi4py (tests/mpi/conftest.py)
+
 VERDICT_WORDS = ("IDENTICAL", "DIFFERENT", '"identical"')
 
 

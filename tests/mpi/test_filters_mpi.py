@@ -6,7 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.mpi.helpers import assert_same, single, under_mpi
+
+pytestmark = pytest.mark.mpi  # mpirun and mpi4py (tests/mpi/conftest.py)
 
 
 def test_files_from_and_rule_order_as_on_one_node(rich_tree: Path, tmp_path: Path) -> None:

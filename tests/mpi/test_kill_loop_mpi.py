@@ -25,6 +25,8 @@ import pytest
 from tests.cli.console import console_script
 from tests.mpi.helpers import cli_running, environment, mpi_loaded, processes
 
+pytestmark = pytest.mark.mpi  # mpirun and mpi4py (tests/mpi/conftest.py)
+
 HANG = 60  # seconds for one job, which takes 2-3 here
 LEFT_BEHIND = 10  # seconds the processes of an ended job may take to go
 SEED = 28

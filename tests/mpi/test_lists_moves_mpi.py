@@ -6,8 +6,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_detect_moves import moved  # noqa: F401  (the fixture, shared)
 from tests.mpi.helpers import assert_same, single, under_mpi
+
+pytestmark = pytest.mark.mpi  # mpirun and mpi4py (tests/mpi/conftest.py)
 
 
 def test_moves_under_mpi_are_the_single_node_moves(moved: tuple[Path, Path]) -> None:  # noqa: F811

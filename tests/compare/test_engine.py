@@ -2,7 +2,7 @@
 
 from collections.abc import Hashable
 
-from tests.unit.test_pure_logic import rec
+from tests.compare.test_pure_logic import rec
 from zverify import _zvcore, exitcodes
 from zverify.compare.engine import compare_entries
 from zverify.compare.policy import ComparePolicy, DiffKind
