@@ -7,7 +7,7 @@ Run by hand from the repository root (never collected by the test suite):
                                             [--crash-dir /tmp/zverify-fuzz] [--seed N]
                                             [--json bench/results/fuzz.json]
 
-Parsers (targets and inputs in tests/stream/fuzzing.py and tests/manifest/fuzzing.py):
+Parsers (targets and inputs in tests/sendstream/fuzzing.py and tests/manifest/fuzzing.py):
 
 * stream   — the C send-stream scanner through verify_stream(), then every renderer of
              its report (text and JSON of verify and info);
@@ -63,7 +63,7 @@ def _target(name: str) -> tuple[Callable[..., Any], Callable[[Any], None]]:
         from tests.manifest.fuzzing import manifest_inputs, run_manifest
 
         return manifest_inputs, run_manifest
-    from tests.stream.fuzzing import TARGETS
+    from tests.sendstream.fuzzing import TARGETS
 
     return TARGETS[name]
 

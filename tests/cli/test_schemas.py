@@ -34,7 +34,7 @@ from tests.cli.console import needs_installed_command, zverify, zverify_in_proce
 from tests.cli.producer import check_producer
 from tests.cold import fakezfs
 from tests.manifest.helpers import edited_manifest
-from tests.stream.streamgen import resume_token
+from tests.sendstream.streamgen import resume_token
 from tests.treebuilder import write
 from zverify import provenance, schemas
 from zverify.cli import app

@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.cli.console import needs_installed_command
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, plain_env, run, start
-from tests.stream.streamgen import StreamBuilder
+from tests.sendstream.streamgen import StreamBuilder
 from zverify.cold import lock
 
 pytestmark = needs_installed_command

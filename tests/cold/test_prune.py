@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cli.console import zverify
-from tests.stream.streamgen import resign
+from tests.sendstream.streamgen import resign
 from zverify.cold import ledger, lock
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"

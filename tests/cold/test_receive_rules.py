@@ -3,7 +3,7 @@ through the installed `zverify`: archives that `zfs receive` does not accept as 
 called restorable, and prunes and repairs that lost data because of it.
 
 The streams are the real fixtures (tests/data/streams, made by OpenZFS 2.1) and streams
-written by tests/stream/streamgen.py with the exact features and GUIDs a case needs (real
+written by tests/sendstream/streamgen.py with the exact features and GUIDs a case needs (real
 checksums: zverify cannot tell them apart from `zfs send`).  That OpenZFS refuses these
 pairings is shown on real OpenZFS in tests/zfs/test_receive_differential.py.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.cli.console import zverify
 from tests.cold.standin import GUIDS, STREAMS, plain_env, run
-from tests.stream.streamgen import StreamBuilder, package
+from tests.sendstream.streamgen import StreamBuilder, package
 
 LARGE_BLOCKS = 1 << 19
 T = 1_795_288_679  # one second: the review's @1 and @2

@@ -27,7 +27,7 @@ from typing import Any
 import blake3
 from hypothesis import strategies as st
 
-from tests.stream.fuzzing import Mutation, apply, mutation
+from tests.sendstream.fuzzing import Mutation, apply, mutation
 from zverify.errors import ManifestError
 from zverify.filters import filtered
 from zverify.manifest.bounds import bad_name

@@ -15,7 +15,7 @@ import pytest
 from tests.cli.console import needs_installed_command, zverify
 from tests.s3.fixtures import S3Env
 from tests.s3.test_cold_bucket import STREAMS, problems
-from tests.stream.streamgen import StreamBuilder, walk
+from tests.sendstream.streamgen import StreamBuilder, walk
 
 pytestmark = [pytest.mark.s3, needs_installed_command]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.stream.conftest import STREAMS, real_entries
-from tests.stream.fuzzing import (
+from tests.sendstream.conftest import STREAMS, real_entries
+from tests.sendstream.fuzzing import (
     nvlist_inputs,
     run_nvlist,
     run_stream,
@@ -19,7 +19,7 @@ from tests.stream.fuzzing import (
     stream_inputs,
     token_inputs,
 )
-from tests.stream.streamgen import package
+from tests.sendstream.streamgen import package
 from zverify.sendstream.validate import verify_stream
 
 

@@ -8,7 +8,7 @@ type for what that parser rejects (caught here), and AssertionError when an inva
 breaks.  Anything else escaping a target is a crash.
 
 Inputs are seeds (real fixtures when present, synthetic streams otherwise, nvlists and
-tokens made with tests/stream/streamgen.py) put through byte-level mutations that aim at
+tokens made with tests/sendstream/streamgen.py) put through byte-level mutations that aim at
 what hostile input does: extreme integers in length/count fields, cuts, inserted and
 deleted bytes, repeated slices (a record repeated), zero runs, splices between seeds.
 """
@@ -25,8 +25,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.stream.conftest import STREAMS, real_entries
-from tests.stream.streamgen import DRR, StreamBuilder, fletcher4, native_nvlist, xdr_nvlist
+from tests.sendstream.conftest import STREAMS, real_entries
+from tests.sendstream.streamgen import DRR, StreamBuilder, fletcher4, native_nvlist, xdr_nvlist
 from zverify import _zvcore
 from zverify.report import stream as stream_report
 from zverify.sendstream.nvlist import NvlistError, NvlistLimitError, unpack

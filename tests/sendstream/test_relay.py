@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stream.streamgen import WRITE, StreamBuilder, full_stream, package, walk
+from tests.sendstream.streamgen import WRITE, StreamBuilder, full_stream, package, walk
 from zverify.sendstream.report import StreamReport
 from zverify.sendstream.validate import verify_stream
 
