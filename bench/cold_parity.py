@@ -10,7 +10,7 @@ A valid full stream of --size-mib is synthesized (bench/stream_vs_peers.py's gen
             (this host has no ZFS; the VM runs under TCG): zverify's whole cost of archiving a
             stream, validation, write, fsync and SHA-256 read-back included, with the fastest
             producer there is.  The archived file must be `cmp`-identical to the stream.  Every
-            ratio below is to this time.  (tests/cold/standin.py's own `zfs` reads its fixture
+            ratio below is to this time.  (tools/zfsstandin.py's own `zfs` reads its fixture
             into memory, so only its libzfs_core stub is used here, for the bookmark.)
   send+par  `zverify cold send --parity PCT` into a second archive: the send and its parity in
             one command, as users run it.
@@ -48,7 +48,7 @@ from stream_vs_peers import synthesize
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.cold.standin import ZfsStandIn  # noqa: E402
+from tools.zfsstandin import ZfsStandIn  # noqa: E402
 from zverify.par2 import tool  # noqa: E402
 
 GUID = 0x1234_5678_9ABC_DEF0  # the synthesized stream's toguid

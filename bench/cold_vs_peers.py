@@ -5,7 +5,7 @@ Run by hand from the repository root (never collected by the test suite):
 
     python bench/cold_vs_peers.py [--size-mib 1024] [--repeat 2] [--s3]
 
-Boots the VM (`python -m tests.zfsvm build` first), fills a dataset of pool `src` with
+Boots the VM (`python -m tools.zfsvm build` first), fills a dataset of pool `src` with
 --size-mib of incompressible data and snapshots it, then alternates the peer and zverify
 --repeat times each, keeping the best time of each; the archive lives on a second pool.
 `pv` is used when the image has it, else `cat` (the output says which).  Times are taken
@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from tests.s3 import guest  # noqa: E402
-from tests.zfsvm.vm import ZfsVM  # noqa: E402
+from tools.zfsvm.vm import ZfsVM  # noqa: E402
 
 # the peers of a bucket send and check: boto3's transfer manager, as `aws s3 cp` runs it
 PEER_UPLOAD = (

@@ -90,7 +90,8 @@ for needed in native/include/zvcore.h native/src/zv_traverse.h LICENSE docs/zver
     grep -q "/$needed\$" "$work/contents" || { echo "package: $needed missing from the sdist" >&2; exit 1; }
 done
 mkdir "$work/run"
-cp -r tests docs "$work/run/"  # docs: the JSON Schemas and the man page the tests check
+cp -r tests docs tools "$work/run/"  # docs: the JSON Schemas and the man page the tests check;
+# tools: tests/conftest.py asks tools/zfsvm whether real ZFS is reachable (the header line)
 mkdir "$work/run/scripts" && cp scripts/manpage.py scripts/completions.py "$work/run/scripts/"
 cp pyproject.toml "$work/run/"  # pytest's configuration (markers), not the package
 unshare -m bash "$0" --in-namespace "$work" "$wheel"

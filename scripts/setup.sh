@@ -14,7 +14,7 @@ APT_PACKAGES=(
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
     hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/
     mtree-netbsd libarchive-tools        # mtree specs: exported, read back, benchmarked
-    qemu-system-x86 debootstrap          # tests/zfsvm: real OpenZFS in a qemu VM
+    qemu-system-x86 debootstrap          # tools/zfsvm: real OpenZFS in a qemu VM
     libfuse3-dev fuse3                   # tests/faults/faultfs.c: device faults over FUSE
     par2                                 # tests: stock par2cmdline verifies zverify's parity
     openmpi-bin libopenmpi-dev           # compare --mpi: mpirun, and the MPI mpi4py binds

@@ -11,7 +11,7 @@ bash scripts/setup.sh
 # qemu uses one of the cores.  Same rule: ZVERIFY_S3_REQUIRED=1 makes a failed build fatal.
 bash scripts/versitygw.sh &
 s3_build=$!
-if ! python3 -m tests.zfsvm build; then
+if ! python3 -m tools.zfsvm build; then
     [ "${ZVERIFY_ZFS_REQUIRED:-0}" = 1 ] && exit 2
     echo "test: no ZFS VM; the zfs-marked tests will skip" >&2
 fi

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.treebuilder import build_rich_tree
-from tests.zfsvm.backend import availability as zfs_availability
+from tools.zfsvm.backend import availability as zfs_availability
 
 pytest_plugins = ["tests.s3.fixtures"]  # s3server, s3env*: the real S3 server
 

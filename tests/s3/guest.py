@@ -1,4 +1,4 @@
-"""versitygw inside the ZFS VM (tests/zfsvm), on the guest's loopback: the VM has no network
+"""versitygw inside the ZFS VM (tools/zfsvm), on the guest's loopback: the VM has no network
 to the host, and zverify runs where ZFS is.  Used by tests/zfs/test_cold_s3.py and
 bench/cold_vs_peers.py --s3."""
 

@@ -1,4 +1,4 @@
-"""Streams written by real OpenZFS (tests/data/streams, made by tests/zfsvm): verify, describe,
+"""Streams written by real OpenZFS (tests/data/streams, made by tools/zfsvm): verify, describe,
 and reject damaged copies.  Expected GUIDs come from index.json; expected offsets from
 walking the records independently (streamgen.walk) or from where the damage was put.
 """

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from tests.zfsvm.backend import availability, open_host
-from tests.zfsvm.errors import HarnessError
-from tests.zfsvm.pools import Pool
+from tools.zfsvm.backend import availability, open_host
+from tools.zfsvm.errors import HarnessError
+from tools.zfsvm.pools import Pool
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,7 @@ for module in loop dm-mod dm-flakey; do  # the error target is part of dm-mod
     modprobe $module || unavailable "no $module module"
 done
 for tool in dmsetup losetup debugfs mkfs.ext4; do
-    command -v $tool >/dev/null || unavailable "no $tool (dmsetup: tests/zfsvm/config.py)"
+    command -v $tool >/dev/null || unavailable "no $tool (dmsetup: tools/zfsvm/config.py)"
 done
 rm -rf {WORK}
 mkdir -p {WORK}/fs {MNT}

@@ -2,7 +2,7 @@
 received for real, in the order it names, and found by GUID; after `cold prune --yes` the
 newest history of every dataset is received for real from what is left.
 
-The streams are written once by plain `zfs send` (tests/zfsvm/guest/chain_streams.sh):
+The streams are written once by plain `zfs send` (tools/zfsvm/guest/chain_streams.sh):
 same-second snapshots, -L and not, -c, raw and plain sends of an encrypted dataset, -R and
 -R -I packages with a child, -I packages over -i chains, a resume stream.  The archives are
 hand-written scenarios (the review's findings) plus randomised ones drawn from those files
@@ -35,7 +35,7 @@ from tests.cli.console import zverify
 
 pytestmark = pytest.mark.zfs
 
-SCRIPT = "tests/zfsvm/guest/chain_streams.sh"
+SCRIPT = "tools/zfsvm/guest/chain_streams.sh"
 KEY_HEX = "6368616e2d6d6f64656c" + "00" * 22  # a fixed test key: it protects nothing
 HISTORY = {  # each dataset's snapshots in the order the script made them
     "a": ["a0", "a1", "a2", "a3", "a4"],

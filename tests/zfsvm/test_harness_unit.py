@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.zfsvm import backend, config, image, qemu, vm
-from tests.zfsvm.errors import HarnessError
+from tools.zfsvm import backend, config, image, qemu, vm
+from tools.zfsvm.errors import HarnessError
 
 
 def test_cache_root_follows_env(monkeypatch, tmp_path):

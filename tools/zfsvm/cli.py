@@ -1,4 +1,4 @@
-"""Argument parsing for ``python -m tests.zfsvm``; each subcommand calls one harness function."""
+"""Argument parsing for ``python -m tools.zfsvm``; each subcommand calls one harness function."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import sys
 import time
 
-from tests.zfsvm import config, image
-from tests.zfsvm.errors import HarnessError
+from tools.zfsvm import config, image
+from tools.zfsvm.errors import HarnessError
 
 
 def cmd_build(args) -> int:
@@ -34,11 +34,11 @@ def cmd_status(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from tests.zfsvm.vm import ZfsVM
+    from tools.zfsvm.vm import ZfsVM
 
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not argv:
-        raise HarnessError("run: give a command, e.g. `python -m tests.zfsvm run -- zpool version`")
+        raise HarnessError("run: give a command, e.g. `python -m tools.zfsvm run -- zpool version`")
     with ZfsVM.boot() as vm:
         result = vm.run(argv, timeout=args.timeout)
     sys.stdout.write(result.stdout)
@@ -47,7 +47,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_shell_cmd(args) -> int:
-    from tests.zfsvm.vm import ZfsVM
+    from tools.zfsvm.vm import ZfsVM
 
     with ZfsVM.boot() as vm:
         result = vm.run(["sh", "-c", args.script], timeout=args.timeout)
@@ -57,14 +57,14 @@ def cmd_shell_cmd(args) -> int:
 
 
 def cmd_fixtures(args) -> int:
-    from tests.zfsvm.streams import generate
+    from tools.zfsvm.streams import generate
 
     generate(args.out)
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m tests.zfsvm", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m tools.zfsvm", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build the VM image and guest Python deps (cached)")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.zfsvm import config
+from tools.zfsvm import config
 
 
 class NativeZfsHost:

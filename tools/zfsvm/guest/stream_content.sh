@@ -1,5 +1,5 @@
 #!/bin/sh
-# Source pool for the send-stream fixtures (run in the VM by tests/zfsvm/streams.py).
+# Source pool for the send-stream fixtures (run in the VM by tools/zfsvm/streams.py).
 # Usage: stream_content.sh DEVICE KEYFILE
 # Content is small and deterministic; each item exercises one kind of stream record:
 # small files (OBJECT/WRITE), a multi-record file (>128K), a sparse file (FREE),

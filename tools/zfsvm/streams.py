@@ -1,6 +1,6 @@
 """Generate the committed send-stream fixtures (``tests/data/streams``) in the VM.
 
-``python -m tests.zfsvm fixtures`` boots the VM, builds a small pool with
+``python -m tools.zfsvm fixtures`` boots the VM, builds a small pool with
 ``guest/stream_content.sh``, writes one stream per entry of ``SPECS`` plus an
 interrupted-and-resumed send, checks that the plain streams receive and that
 received GUIDs match, and writes ``index.json``: per stream its kind, snapshot
@@ -19,14 +19,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.zfsvm import image
-from tests.zfsvm.errors import HarnessError
+from tools.zfsvm import image
+from tools.zfsvm.errors import HarnessError
 
 POOL = "zv"
 # A fixed key, so a raw-received dataset can be unlocked by tests; it protects nothing.
 KEY_HEX = "7a766572696679" + "00" * 25
 KEYFILE = "/root/zv-fixture.key"
-CONTENT_SCRIPT = "tests/zfsvm/guest/stream_content.sh"
+CONTENT_SCRIPT = "tools/zfsvm/guest/stream_content.sh"
 RESUME_CUT = 150000  # bytes of the full stream a receive sees before it is "interrupted"
 
 
@@ -189,7 +189,7 @@ def check_receivable(vm, guids) -> None:
 
 
 def generate(out: str) -> None:
-    from tests.zfsvm.vm import ZfsVM
+    from tools.zfsvm.vm import ZfsVM
 
     outdir = Path(out)
     start = time.monotonic()
@@ -215,7 +215,7 @@ def _write(outdir: Path, src: Path, entries, guids, versions) -> None:
     for entry in entries:
         shutil.copyfile(src / entry["file"], outdir / entry["file"])
     index = {
-        "generated_by": "python -m tests.zfsvm fixtures",
+        "generated_by": "python -m tools.zfsvm fixtures",
         "kernel": versions[0],
         "zfs_version": versions[1],
         "pool": POOL,

@@ -17,8 +17,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.zfsvm import config
-from tests.zfsvm.errors import HarnessError
+from tools.zfsvm import config
+from tools.zfsvm.errors import HarnessError
 
 IMAGE_FILES = ("rootfs.img", "vmlinuz", "initrd.img", "image.json")
 HOST_TOOLS = {

@@ -11,7 +11,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from tests.zfsvm import config, image, qemu
+from tools.zfsvm import config, image, qemu
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def _vm() -> Availability:
     if not image.is_built():
         return Availability(
             "unavailable",
-            f"VM image not built: run `python -m tests.zfsvm build` (cache {config.cache_root()})",
+            f"VM image not built: run `python -m tools.zfsvm build` (cache {config.cache_root()})",
         )
     return Availability("vm", qemu.expected_accel())
 
@@ -65,9 +65,9 @@ def availability() -> Availability:
 def open_host(avail: Availability):
     """Start the backend ``avail`` names; the caller shuts it down."""
     if avail.kind == "native":
-        from tests.zfsvm.native import NativeZfsHost
+        from tools.zfsvm.native import NativeZfsHost
 
         return NativeZfsHost()
-    from tests.zfsvm.vm import ZfsVM
+    from tools.zfsvm.vm import ZfsVM
 
     return ZfsVM.boot()

@@ -15,7 +15,7 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.zfsvm import config
+from tools.zfsvm import config
 
 KERNEL_ARGS = "console=ttyS0 root=/dev/vda rw rootfstype=ext4 init=/sbin/zvinit panic=-1 loglevel=4"
 ACCEL_ARGS = {

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.zfsvm import config, image, qemu
-from tests.zfsvm.errors import HarnessError
+from tools.zfsvm import config, image, qemu
+from tools.zfsvm.errors import HarnessError
 
 BOOT_TIMEOUT = {"kvm": 30.0, "tcg": 420.0}
 # Host-side slack on top of a command's own timeout before the VM is declared hung.
@@ -151,7 +151,7 @@ class ZfsVM:
         imgdir = config.image_dir()
         if not image.is_built(imgdir):
             raise HarnessError(
-                f"VM image not built ({imgdir}): run `python -m tests.zfsvm build` "
+                f"VM image not built ({imgdir}): run `python -m tools.zfsvm build` "
                 "as root (8-15 min once, then cached)"
             )
         image.require_tools(["qemu-system-x86_64"])
