@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from stream_vs_peers import synthesize  # noqa: E402
 
-from tests.s3.server import Versitygw, binary  # noqa: E402
+from tools.s3server import Versitygw, binary  # noqa: E402
 
 
 def best(argv: list[str], env: dict[str, str], repeat: int) -> float:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from stream_vs_peers import synthesize  # noqa: E402
 
-from tests.s3.server import Versitygw, binary  # noqa: E402
+from tools.s3server import Versitygw, binary  # noqa: E402
 
 PEER = "import boto3, sys; boto3.client('s3').upload_fileobj(sys.stdin.buffer, *sys.argv[1:])"
 # what cold send runs once `zfs send` is started: scanner -> writer -> proofs -> digests

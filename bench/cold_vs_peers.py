@@ -13,7 +13,7 @@ inside the guest.  Under TCG (no KVM here) every number is far below real hardwa
 ratios mean something, and the target is >= 0.9x for both (validation rides along with the
 write).
 
---s3 does the same into a bucket of versitygw run in the guest (tests/s3/guest.py): `cold send`
+--s3 does the same into a bucket of versitygw run in the guest (tools/s3guest.py): `cold send`
 to s3:// vs `zfs send | ` boto3's upload_fileobj from stdin (what `aws s3 cp - s3://...`
 runs), and `cold check` of the bucket vs boto3's download_fileobj to /dev/null.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.s3 import guest  # noqa: E402
+from tools import s3guest as guest  # noqa: E402
 from tools.zfsvm.vm import ZfsVM  # noqa: E402
 
 # the peers of a bucket send and check: boto3's transfer manager, as `aws s3 cp` runs it

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from tests.s3.server import VERSION, ServerError, Versitygw, binary
+from tools.s3server import VERSION, ServerError, Versitygw, binary
 
 # Variables that would send an SDK elsewhere or override the ones s3env sets.
 _FOREIGN_AWS = (

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.s3.fixtures import S3Env, s3_import
-from tests.s3.server import ServerError, Versitygw
+from tools.s3server import ServerError, Versitygw
 
 pytestmark = pytest.mark.s3
 

@@ -14,9 +14,9 @@ import uuid
 
 import pytest
 
-from tests.s3 import guest
-from tests.s3.guest import BACKEND
 from tests.zfs.cold_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data
+from tools import s3guest as guest
+from tools.s3guest import BACKEND
 
 pytestmark = [pytest.mark.zfs, pytest.mark.s3]
 

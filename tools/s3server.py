@@ -1,4 +1,4 @@
-"""A real S3 server for the tests: versitygw's posix backend on 127.0.0.1.
+"""A real S3 server for the tests and the benchmarks: versitygw's posix backend on 127.0.0.1.
 
 versitygw keeps each bucket as a directory and each object's current version as a plain
 file (``ROOT/BUCKET/KEY``), its metadata (ETag, checksums, retention, version id) in

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 
-from tests.s3.server import binary
+from tools.s3server import binary
 
 KEYS = {"AWS_ACCESS_KEY_ID": "zverifyvmaccess01", "AWS_SECRET_ACCESS_KEY": "zverifyvmsecret0000001"}
 PORT = 7070
