@@ -11,7 +11,10 @@ import pytest
 from tests.treebuilder import build_rich_tree
 from tools.zfsvm.backend import availability as zfs_availability
 
-pytest_plugins = ["tests.s3.fixtures"]  # s3server, s3env*: the real S3 server
+pytest_plugins = [
+    "tests.s3.fixtures",  # s3server, s3env*: the real S3 server
+    "tests.zfs.fixtures",  # zfs_host, zfs_pool, ...: real OpenZFS, for the zfs-marked tests
+]
 
 
 def _can_loop_mount() -> tuple[bool, str]:

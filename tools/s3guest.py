@@ -1,5 +1,5 @@
 """versitygw inside the ZFS VM (tools/zfsvm), on the guest's loopback: the VM has no network
-to the host, and zverify runs where ZFS is.  Used by tests/zfs/test_cold_s3.py and
+to the host, and zverify runs where ZFS is.  Used by tests/cold/test_zfs_s3.py and
 bench/cold_vs_peers.py --s3."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ OTHER_WAYS = re.compile(
 
 # Where the installed script cannot be the one run: the ZFS host (the VM's guest or a
 # native host) runs this checkout with its own Python, and has no console script of ours.
-ELSEWHERE = {"zfs/conftest.py"}
+ELSEWHERE = {"zfs/fixtures.py"}
 
 
 def test_no_test_runs_the_cli_around_the_console_runners() -> None:

@@ -4,7 +4,8 @@ over generated archives (hypothesis; pure: no files, no ZFS).
 Each generated archive draws files from one dataset's linear history @0..@N (GUID 1000+i, so
 the true order is known here and nowhere in the model): fulls, `-i` incrementals and `-I`
 packages, each with its own -w/-L flags, some of them resume streams.  Whether OpenZFS really
-receives what the model says is tested on real OpenZFS (tests/zfs/test_receive_differential.py);
+receives what the model says is tested on real OpenZFS
+(tests/cold/test_zfs_receive_differential.py);
 here the search and the prune decision are checked against a plain enumeration of every order
 in which the files can be received.
 """

@@ -2,7 +2,7 @@
 after the proof, read by `cold check`, used by `cold repair` only when what it rebuilt is
 proven to be the stream that was archived.  The streams are the real fixture streams of the
 VM harness (tests/data/streams); restores of repaired chains on real OpenZFS are in
-tests/zfs/test_cold_parity.py.
+tests/cold/test_zfs_parity.py.
 """
 
 from __future__ import annotations

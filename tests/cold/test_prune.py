@@ -1,5 +1,5 @@
 """`zverify cold prune` on archives of real `zfs send` fixtures (no ZFS needed: the trial
-receive and the bookmarks are in tests/zfs/test_cold_send.py).
+receive and the bookmarks are in tests/cold/test_zfs_send.py).
 
 Two chains of zv/fs: the old one starts at a full of @s1, the new one at a `zfs send -R`
 package of @s2 (a full of @s1 and the step to @s2, so it restores @s1 and @s2 alone).  The

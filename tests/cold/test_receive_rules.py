@@ -5,7 +5,7 @@ called restorable, and prunes and repairs that lost data because of it.
 The streams are the real fixtures (tests/data/streams, made by OpenZFS 2.1) and streams
 written by tests/sendstream/streamgen.py with the exact features and GUIDs a case needs (real
 checksums: zverify cannot tell them apart from `zfs send`).  That OpenZFS refuses these
-pairings is shown on real OpenZFS in tests/zfs/test_receive_differential.py.
+pairings is shown on real OpenZFS in tests/cold/test_zfs_receive_differential.py.
 """
 
 from __future__ import annotations

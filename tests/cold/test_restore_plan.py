@@ -1,5 +1,5 @@
 """`cold restore` planning, verification and its sh script, on the host (no ZFS needed until
-the receives, which tests/zfs/test_cold_send.py runs for real)."""
+the receives, which tests/cold/test_zfs_send.py runs for real)."""
 
 import json
 import shutil
@@ -73,7 +73,7 @@ def test_script_receives_in_order_and_quotes(cold: Path, tmp_path: Path) -> None
 
 def fake_receive(mp: pytest.MonkeyPatch, tmp_path: Path, exit_code: int = 0) -> Path:
     """A `zfs` whose receive stores what it was fed: fault injection at the command boundary
-    (the real receives are in tests/zfs/test_cold_send.py)."""
+    (the real receives are in tests/cold/test_zfs_send.py)."""
     got = tmp_path / "received"
     fakezfs.install(mp, tmp_path, f"cat > '{got}'\nexit {exit_code}\n")
     return got

@@ -2,7 +2,7 @@
 
 A stand-in `zfs` on PATH replays a real fixture stream and then fails, or sends a stream
 other than the one planned: failure injection at the command boundary (the real sends are
-in tests/zfs/test_cold_send.py)."""
+in tests/cold/test_zfs_send.py)."""
 
 import json
 import os

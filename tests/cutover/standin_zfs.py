@@ -1,6 +1,6 @@
 """A stand-in `zfs` answering the listing commands of `zverify cutover` from a JSON state
 file (env ZV_STANDIN_STATE), for the failure and race cases that real ZFS in the VM cannot
-make on demand (tests/zfs/test_cutover.py covers the real ones).
+make on demand (tests/cutover/test_zfs.py covers the real ones).
 
 State: {"datasets": {name: {prop: [value, source]}}, "snapshots": {dataset: [[name, guid,
 txg, userrefs]]}, "written": {"ds@snap": bytes}, "snapshot_later": {dataset: [...]}}:

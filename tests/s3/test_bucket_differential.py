@@ -1,6 +1,6 @@
 """Differential: seeded random archives checked in a directory and in a bucket (a real
 versitygw) must get the same verdict.  The directory check is the oracle here: its chain
-model is proven against real `zfs receive` in tests/zfs/test_receive_differential.py.  Each
+model is proven against real `zfs receive` in tests/cold/test_zfs_receive_differential.py.  Each
 case picks real streams (tests/data/streams), names them as people do (some names lie),
 damages some (a flipped byte, a cut end), adds junk, and compares exit codes, the kind of
 every problem of every file, and what each dataset can restore."""

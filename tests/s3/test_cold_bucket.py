@@ -1,7 +1,7 @@
 """`zverify cold` on an s3:// archive, against a real S3 server (versitygw): the same proofs
 as in a directory.  The streams are real `zfs send` output (tests/data/streams), uploaded as
 plain objects the way people upload them; sends and restores through real OpenZFS are in
-tests/zfs/test_cold_s3.py."""
+tests/cold/test_zfs_s3.py."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 # Installed by debootstrap itself (small, from main).  zstd, xz-utils, lz4: archives compressed
-# by hand (tests/zfs/test_cold_by_hand.py).  dmsetup: tests/zfs/test_device_faults.py
+# by hand (tests/cold/test_zfs_by_hand.py).  dmsetup: tests/faults/test_device_faults_zfs.py
 # maps device-mapper `error` and `flakey` targets over a block of a scratch ext4 filesystem.
 BASE_PACKAGES = (
     "kmod udev procps python3 rsync attr acl libxxhash0 coreutils findutils util-linux e2fsprogs"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The send streams of tests/zfs/test_receive_differential.py, written by plain `zfs send`
+# The send streams of tests/cold/test_zfs_receive_differential.py, written by plain `zfs send`
 # as people write archives by hand.  Usage: chain_streams.sh POOL OUTDIR KEYFILE
 #   POOL/a      recordsize=1M with a file of two records (large blocks active); @a1 and @a2
 #               taken in one second; -L and non-L, -c, -i, -I, and a resume

@@ -12,7 +12,7 @@ import shlex
 
 import pytest
 
-from tests.zfs.cold_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data, zv
+from tests.cold.zfs_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data, zv
 
 pytestmark = pytest.mark.zfs
 

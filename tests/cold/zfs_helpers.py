@@ -1,4 +1,4 @@
-"""Helpers of the cold-storage tests on real OpenZFS (test_cold_send.py, test_cold_archive.py)."""
+"""Helpers of the cold tests on real OpenZFS (test_zfs_send.py, test_zfs_archive.py, ...)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.zfs.cold_helpers import flip_byte, guid, zv
+from tests.cold.zfs_helpers import flip_byte, guid, zv
 
 pytestmark = pytest.mark.zfs
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.zfs.cold_helpers import assert_same_snapshot, guid, snap_with_data, zv
+from tests.cold.zfs_helpers import assert_same_snapshot, guid, snap_with_data, zv
 
 pytestmark = pytest.mark.zfs
 

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from tests.zfs.cold_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data
+from tests.cold.zfs_helpers import assert_same_snapshot, flip_byte, guid, snap_with_data
 from tools import s3guest as guest
 from tools.s3guest import BACKEND
 
