@@ -15,7 +15,7 @@ Parsers (targets and inputs in tests/sendstream/fuzzing.py and tests/manifest/fu
              and value limits (XDR and NATIVE, both byte orders);
 * token    — zverify.sendstream.token.decode_token (mutated text, and mutated nvlists
              packed with a correct checksum so the decoder is reached);
-* manifest — zverify.manifest.open.open_manifest on native manifests (with the filter a
+* manifest — zverify.trees.open.manifest_side on native manifests (with the filter a
              header carries, run through the C filter), mtree specs, hashdeep lists and
              BagIt bags, every entry read.
 

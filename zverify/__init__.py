@@ -1,6 +1,6 @@
 """zverify: prove a copy is complete and exact, and explain what differs.
 
-The public library API: `compare_trees` (zverify.compare.trees) returns a `CompareResult`;
+The public library API: `compare_trees` (zverify.trees.compare) returns a `CompareResult`;
 `compare_entries` (zverify.compare.engine) compares any two entry streams.  Names are
 loaded on first use, so importing one module of the package does not load all of them.
 """
@@ -15,7 +15,7 @@ _LAZY = {
     "ComparePolicy": "zverify.compare.policy",
     "CompareResult": "zverify.compare.result",
     "compare_entries": "zverify.compare.engine",
-    "compare_trees": "zverify.compare.trees",
+    "compare_trees": "zverify.trees.compare",
 }
 
 

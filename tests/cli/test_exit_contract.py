@@ -116,7 +116,7 @@ def test_unexpected_exception_exits_2_with_traceback(
 ) -> None:
     env = _crash_hook(
         tmp_path,
-        "import zverify.compare.trees as c\n"
+        "import zverify.trees.compare as c\n"
         "def boom(*a, **k):\n    raise RuntimeError('injected bug')\n"
         "c.compare_trees = boom\n",
     )

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from tests.cli.producer import timeless
 from zverify.compare.joined import JoinedWalks
-from zverify.compare.trees import compare_trees
 from zverify.report import json as json_report
 from zverify.report import text as text_report
+from zverify.trees.compare import compare_trees
 from zverify.walk import TreeWalk, WalkOptions
 
 # Names whose order is tricky: '-', ' ' and '.' sort before '/', so "a-b" comes between
@@ -191,7 +191,7 @@ def test_unreadable_subtree_folds_the_same_way(tmp_path: Path) -> None:
     os.chmod(src + b"/d/w", 0)
     code = (
         "import sys\n"
-        "from zverify.compare.trees import compare_trees\n"
+        "from zverify.trees.compare import compare_trees\n"
         "from zverify.report import json as j\n"
         "for c in (True, False):\n"
         "    result = compare_trees(sys.argv[1], sys.argv[2], c_join=c)\n"

@@ -12,7 +12,7 @@ import pytest
 from tests.cli.console import console_script, needs_installed_command, zverify
 from tests.treebuilder import write
 from zverify.compare.policy import ComparePolicy
-from zverify.compare.trees import compare_trees
+from zverify.trees.compare import compare_trees
 
 MIB = 1 << 20
 

@@ -1,6 +1,6 @@
 """Fuzz inputs and the target for the manifest readers: native manifests (with the filter a
 header carries, compiled by the C filter), mtree specs, hashdeep lists, checkfiles and BagIt
-bags, all opened the way `zverify compare` opens a side (zverify.manifest.open.open_manifest)
+bags, all opened the way `zverify compare` opens a side (zverify.trees.open.manifest_side)
 and read to the end.  Shared by the brief, seeded CI fuzz (test_fuzz_manifest.py) and the long
 harness (bench/fuzz_parsers.py).
 
@@ -31,7 +31,7 @@ from tests.sendstream.fuzzing import Mutation, apply, mutation
 from zverify.errors import ManifestError
 from zverify.filters import filtered
 from zverify.manifest.bounds import bad_name
-from zverify.manifest.open import open_manifest
+from zverify.trees.open import manifest_side
 
 FORMATS = ("native", "mtree", "hashdeep", "checkfile", "bagit")
 DIGEST = "5c73e7e3dcbb0395e841f27363849a18"  # 16 bytes: an xxh3-128 digest
@@ -283,7 +283,7 @@ def run_manifest(case: Case, where: Path | None = None) -> None:
     ManifestError or entries whose names stay inside the tree."""
     path = materialize(case, where or _scratch())
     try:
-        side = open_manifest("SRC", str(path), keep_xattrs=True)
+        side = manifest_side("SRC", str(path), keep_xattrs=True)
         try:
             entries = iter(side.entries)
             if side.filter is not None and (compiled := side.filter.compiled()) is not None:

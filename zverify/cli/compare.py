@@ -126,12 +126,12 @@ def compare(
     from zverify.cli.filtering import selected
     from zverify.cli.options import algorithm_option, check_threads
     from zverify.compare.sides import is_manifest_path
-    from zverify.compare.trees import compare_trees
     from zverify.errors import UsageError
     from zverify.fsinfo import estimate_tree
     from zverify.progress import compare_progress, wanted
     from zverify.report.lists import ListFiles
     from zverify.report.outputs import Outputs, stdout_writer
+    from zverify.trees.compare import compare_trees
 
     if not mpi:
         _no_mpi_job()

@@ -16,13 +16,13 @@ from typing import BinaryIO
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import ComparePolicy
 from zverify.compare.result import UNVERIFIED_KINDS, CompareResult
-from zverify.compare.trees import compare_trees
 from zverify.cutover.checks import Pair, Written
 from zverify.cutover.findings import Finding, Severity, listed
 from zverify.cutover.snapshots import Common
 from zverify.errors import ZverifyError
 from zverify.pathnames import for_terminal
 from zverify.progress import CompareHook
+from zverify.trees.compare import compare_trees
 from zverify.zfs import command
 from zverify.zfs.inventory import Dataset
 

@@ -38,3 +38,4 @@ class Listing:
     files_only: bool = False  # lists regular files only, never directories
     sizes: bool = True  # False: files' sizes are not recorded (SIZE_NOT_RECORDED)
     summary: str = ""  # one line for the report's notes
+    what: str = "a manifest"  # its format, for the report: "an mtree spec", "a checkfile"...

@@ -1,4 +1,5 @@
-"""Open any manifest zverify reads, recognised by its first line, as one side of a compare.
+"""Open any manifest zverify reads, recognised by its first line (zverify.trees.open makes
+it one side of a compare).
 
 {"zverify_manifest": ...    zverify's own format (read.py): everything is recorded
 #mtree, /set, . type=dir    a BSD mtree spec (mtree.py): what its keywords record
@@ -12,10 +13,9 @@ not a comment decides.
 import functools
 import itertools
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import BinaryIO
 
-from zverify.compare.policy import DiffKind
-from zverify.compare.sides import Side
 from zverify.errors import ManifestError
 from zverify.hashing import Algorithm
 from zverify.manifest import bagit, checksums, hashdeep, mtree
@@ -27,14 +27,17 @@ from zverify.manifest.bounds import (
     bounded_lines,
 )
 from zverify.manifest.files import open_input
-from zverify.manifest.listing import NO_FILESYSTEM, Listing
-from zverify.manifest.read import NativeManifest, root_label
+from zverify.manifest.listing import Listing
+from zverify.manifest.read import NativeManifest
 
 MAX_LEADING_COMMENTS = 1000  # lines looked through for the first that is not a comment
 
 
-def open_manifest(name: str, path: str, keep_xattrs: bool, asked: Algorithm | None = None) -> Side:
-    """asked: --hash, which tells the algorithm of a checkfile of 64-hex digests."""
+def open_manifest(
+    path: str, keep_xattrs: bool, asked: Algorithm | None = None
+) -> Listing | NativeManifest:
+    """asked: --hash, which tells the algorithm of a checkfile of 64-hex digests.  A foreign
+    format is read whole (a Listing); zverify's own is read as it is iterated."""
     try:
         stream = open_input(path)
         first = stream.readline(MAX_FOREIGN_LINE + 1)
@@ -49,20 +52,18 @@ def open_manifest(name: str, path: str, keep_xattrs: bool, asked: Algorithm | No
             reason = f"not a manifest: a first line longer than {MAX_FOREIGN_LINE} bytes"
             raise ManifestError(path, 1, reason)
         if first.startswith(b"%%%% HASHDEEP"):
-            listing = _read(path, hashdeep.parse, first, stream)
-            return _listed(name, path, listing, "a hashdeep list")
+            return _read(path, hashdeep.parse, first, stream, what="a hashdeep list")
         if bagit.looks_like_bag(first):
             parse_bag = functools.partial(bagit.parse, path)
-            return _listed(name, path, _read(path, parse_bag, first, stream), "a BagIt bag")
+            return _read(path, parse_bag, first, stream, what="a BagIt bag")
         ahead = _comments(path, first, stream)
         decisive = ahead[-1] if ahead else first
         if checksums.looks_like_checkfile(decisive):
             parse_sums = functools.partial(checksums.parse, path, asked)
-            return _listed(name, path, _read(path, parse_sums, first, stream, ahead), "a checkfile")
+            return _read(path, parse_sums, first, stream, ahead, "a checkfile")
         if mtree.looks_like_spec(first):
-            listing = _read(path, mtree.parse, first, stream, ahead)
-            return _listed(name, path, listing, "an mtree spec")
-        return _native(name, NativeManifest(path, stream, first, keep_xattrs), keep_xattrs)
+            return _read(path, mtree.parse, first, stream, ahead, "an mtree spec")
+        return NativeManifest(path, stream, first, keep_xattrs)
     except BaseException:
         stream.close()
         raise
@@ -92,14 +93,15 @@ def _read(
     first: bytes,
     stream: BinaryIO,
     ahead: list[bytes] | None = None,
+    what: str = "a manifest",
 ) -> Listing:
-    """A whole foreign manifest (ahead: lines after the first already read); its errors
-    become ManifestError naming the line."""
+    """A whole foreign manifest (ahead: lines after the first already read; what: its format,
+    for the report); its errors become ManifestError naming the line."""
     ahead = ahead or []
     try:
         with stream:
             rest = (raw for _, raw in bounded_lines(stream, MAX_FOREIGN_LINE, 2 + len(ahead)))
-            return parse(first, itertools.chain(ahead, rest))
+            listing = parse(first, itertools.chain(ahead, rest))
     except LineTooLong as err:
         raise ManifestError(path, err.line, str(err)) from None
     except mtree.SpecError as err:
@@ -108,52 +110,4 @@ def _read(
         raise ManifestError(path, None, f"the bag is damaged: {err}") from None
     except (OSError, EOFError) as err:
         raise ManifestError(path, None, f"read failed: {err}") from None
-
-
-def _listed(name: str, path: str, spec: Listing, what: str) -> Side:
-    """A side whose entries were all read up front (foreign formats: not sorted, small)."""
-    entries = spec.entries
-    return Side(
-        name=name,
-        label=path,
-        entries=entries,
-        fs=NO_FILESYSTEM,
-        progress=lambda: (len(entries), 0),
-        close=lambda: None,
-        algorithm=spec.algorithm,
-        lacking=spec.lacking,
-        files_only=spec.files_only,
-        sizes=spec.sizes,
-        notes=[f"{name} is {what}: {spec.summary}"],
-    )
-
-
-def _native(name: str, manifest: NativeManifest, keep_xattrs: bool) -> Side:
-    header = manifest.header
-    lacking = {} if header.xattrs else {DiffKind.XATTR: "the manifest was written without them"}
-    notes = [
-        f"{name} is the manifest of {root_label(header)} written {header.created} "
-        f"by zverify {header.zverify}"
-    ]
-    if header.one_file_system:
-        notes.append(f"{name} was written with --one-file-system: so is the other side walked")
-    if header.filter is not None:
-        notes.append(f"{name} was written with filters: the other side gets the same")
-    return Side(
-        name=name,
-        label=manifest.path,
-        entries=manifest,
-        fs=header.filesystem,
-        progress=lambda: (manifest.entries_read, manifest.bytes_read()),
-        close=manifest.close,
-        algorithm=header.algorithm,
-        lacking=lacking,
-        unverifiable=(
-            [f"{u} (when the manifest was written)" for u in header.unverifiable]
-            if keep_xattrs
-            else []  # xattrs are not compared: what the writer could not see does not matter
-        ),
-        notes=notes,
-        one_file_system=header.one_file_system,
-        filter=header.filter,
-    )
+    return replace(listing, what=what)

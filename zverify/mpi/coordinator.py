@@ -20,9 +20,8 @@ from zverify import _zvcore
 from zverify.compare.engine import DifferenceSink, EngineResult, compare_pair_batches
 from zverify.compare.march import Pair
 from zverify.compare.policy import ComparePolicy
-from zverify.compare.sides import Side
+from zverify.compare.sides import SIDES, Side
 from zverify.compare.sizes import Settled
-from zverify.compare.trees import SIDES
 from zverify.errors import ZverifyError
 from zverify.mpi.devices import root_identity
 from zverify.mpi.plan import KeyRange, plan

@@ -21,25 +21,19 @@ from zverify.compare.joined import JoinedWalks
 from zverify.compare.march import Pair
 from zverify.compare.policy import PROFILES, ComparePolicy, DiffKind
 from zverify.compare.result import CompareResult
-from zverify.compare.sides import (
-    Side,
-    is_manifest_path,
-    live_side,
-    manifest_side,
-    remote_side,
-)
+from zverify.compare.sides import SIDES, Side, is_manifest_path
 from zverify.entry import Entry, Kind
 from zverify.errors import SameTreeError, UsageError
 from zverify.filters import Filter
 from zverify.hashing import Algorithm
 from zverify.progress import CompareHook
+from zverify.trees.open import live_side, manifest_side, remote_side
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
 if TYPE_CHECKING:
     from zverify.mpi.session import Session
 
 PROGRESS_EVERY = 512  # entries of one side between progress updates
-SIDES = ("SRC", "DST")
 
 
 def compare_trees(
@@ -103,6 +97,8 @@ def compare_trees(
         if ranks is None:
             found = _compare_sides(s, d, policy, progress, c_join, sink)
         else:
+            # imported only for --mpi: the CLI tells that an MPI job was started by
+            # zverify.mpi.session being loaded (cli._end_mpi_job)
             from zverify.mpi.coordinator import compare_distributed
 
             found = compare_distributed(ranks, s, d, options, threads, policy, sink)
