@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from zverify import _zvcore
 from zverify.entry import Entry
-from zverify.errors import RootError, WalkError
+from zverify.errors import RootError, UsageError, WalkError
 from zverify.filters import Filter
 from zverify.hashing import Algorithm
 
@@ -33,8 +33,16 @@ C_ALGORITHMS = {
 }
 
 
+MAX_THREADS = 256  # hashing threads per walk: --threads of compare and manifest
+
+
 def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 64))
+
+
+def check_threads(threads: int | None) -> None:
+    if threads is not None and not 1 <= threads <= MAX_THREADS:
+        raise UsageError(f"--threads must be between 1 and {MAX_THREADS}")
 
 
 # Descriptors.  A walk holds files open ahead of its hashing workers (up to 64 per thread

@@ -1,8 +1,8 @@
 """The C join (compare.joined, native/src/zv_join.c) against the Python reference.
 
-compare_trees(..., c_join=False) pairs the two walks in Python (march.py) and judges every
-pair in the engine; the default settles identical pairs in C.  On generated trees and
-generated damage to their copies, both must give the same result, byte for byte, in JSON
+compare_trees(..., CompareOptions(c_join=False)) pairs the two walks in Python (march.py)
+and judges every pair in the engine; the default settles identical pairs in C.  On generated
+trees and generated damage to their copies, both must give the same result, byte for byte, in JSON
 and in text.  The trees mix what changes the join's decisions: hard links (handed up),
 sparse files filled in the copy (settled, with a du explanation), directories that grew
 (settled: a directory's size is never compared), type changes and missing directories
@@ -24,6 +24,7 @@ from zverify.compare.joined import JoinedWalks
 from zverify.report import json as json_report
 from zverify.report import text as text_report
 from zverify.trees.compare import compare_trees
+from zverify.trees.options import CompareOptions
 from zverify.walk import TreeWalk, WalkOptions
 
 # Names whose order is tricky: '-', ' ' and '.' sort before '/', so "a-b" comes between
@@ -136,7 +137,7 @@ def damaged_copy(
 def both_ways(src: bytes, dst: bytes) -> list[str]:
     outputs = []
     for c_join in (True, False):
-        result = compare_trees(os.fsdecode(src), os.fsdecode(dst), c_join=c_join)
+        result = compare_trees(os.fsdecode(src), os.fsdecode(dst), CompareOptions(c_join=c_join))
         rendered = json_report.render_compare(result) + text_report.render_compare(result)
         outputs.append(timeless(rendered))
     return outputs
@@ -192,9 +193,10 @@ def test_unreadable_subtree_folds_the_same_way(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from zverify.trees.compare import compare_trees\n"
+        "from zverify.trees.options import CompareOptions\n"
         "from zverify.report import json as j\n"
         "for c in (True, False):\n"
-        "    result = compare_trees(sys.argv[1], sys.argv[2], c_join=c)\n"
+        "    result = compare_trees(sys.argv[1], sys.argv[2], CompareOptions(c_join=c))\n"
         "    print(j.render_compare(result), end='\\x1e')\n"
     )
     repo = Path(__file__).resolve().parents[2]

@@ -13,6 +13,7 @@ from tests.cli.console import console_script, needs_installed_command, zverify
 from tests.treebuilder import write
 from zverify.compare.policy import ComparePolicy
 from zverify.trees.compare import compare_trees
+from zverify.trees.options import CompareOptions
 
 MIB = 1 << 20
 
@@ -37,10 +38,10 @@ def _rchar() -> int:
 def test_quick_reads_no_file_data(big_copy: tuple[Path, Path]) -> None:
     src, dst = big_copy
     before = _rchar()
-    full = compare_trees(str(src), str(dst), ComparePolicy.build())
+    full = compare_trees(str(src), str(dst), CompareOptions(ComparePolicy.build()))
     read_full = _rchar() - before
     before = _rchar()
-    quick = compare_trees(str(src), str(dst), ComparePolicy.build(quick=True))
+    quick = compare_trees(str(src), str(dst), CompareOptions(ComparePolicy.build(quick=True)))
     read_quick = _rchar() - before
     assert full.identical and quick.identical
     assert read_full >= 2 * 32 * MIB  # the measurement sees the reads when there are some

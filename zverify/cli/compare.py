@@ -124,7 +124,7 @@ def compare(
     record is refused per profile."""
     # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.filtering import selected
-    from zverify.cli.options import algorithm_option, check_threads
+    from zverify.cli.options import algorithm_option
     from zverify.compare.sides import is_manifest_path
     from zverify.errors import UsageError
     from zverify.fsinfo import estimate_tree
@@ -132,6 +132,8 @@ def compare(
     from zverify.report.lists import ListFiles
     from zverify.report.outputs import Outputs, stdout_writer
     from zverify.trees.compare import compare_trees
+    from zverify.trees.options import CompareOptions
+    from zverify.walk import check_threads
 
     if not mpi:
         _no_mpi_job()
@@ -152,6 +154,7 @@ def compare(
             "--from0 applies to --files-from, --exclude-from and --write-lists: none was given"
         )
     chosen = selected(exclude, include, exclude_from, files_from, from0)
+    options = CompareOptions(policy, algorithm, threads, one_file_system, chosen)
     machine = as_json or as_jsonl
     bar = wanted(quiet or no_progress or machine or mpi)  # ranks count only their share
     rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))
@@ -164,12 +167,8 @@ def compare(
             result = compare_trees(
                 src,
                 dst,
-                policy,
-                algorithm,
-                threads,
-                one_file_system,
+                options,
                 progress=hook,
-                filter=chosen,
                 sink=outputs.difference,
                 ranks=ranks if ranks is not None and ranks.size > 1 else None,
             )

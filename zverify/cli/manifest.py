@@ -47,13 +47,12 @@ def manifest(
     line cannot be checked by its tool (b3sum: names not UTF-8)."""
     # imported here, not at the top: `--help` and usage errors of this command never need them
     from zverify.cli.filtering import selected
-    from zverify.cli.options import check_threads
     from zverify.fsinfo import estimate_tree
     from zverify.manifest.files import atomic_output
     from zverify.manifest.write import write_manifest
     from zverify.pathnames import shown_paths
     from zverify.progress import tree_progress, wanted
-    from zverify.walk import WalkOptions, default_threads
+    from zverify.walk import WalkOptions, check_threads, default_threads
 
     algorithm = _algorithm(fmt, hash_name)
     check_threads(threads)

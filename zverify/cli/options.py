@@ -3,13 +3,6 @@
 from zverify.errors import UsageError
 from zverify.hashing import Algorithm, parse_algorithm
 
-MAX_THREADS = 256
-
-
-def check_threads(threads: int | None) -> None:
-    if threads is not None and not 1 <= threads <= MAX_THREADS:
-        raise UsageError(f"--threads must be between 1 and {MAX_THREADS}")
-
 
 def algorithm_option(name: str | None) -> Algorithm | None:
     """--hash NAME, or None when it was not given."""

@@ -23,6 +23,7 @@ from zverify.errors import ZverifyError
 from zverify.pathnames import for_terminal
 from zverify.progress import CompareHook
 from zverify.trees.compare import compare_trees
+from zverify.trees.options import CompareOptions
 from zverify.zfs import command
 from zverify.zfs.inventory import Dataset
 
@@ -46,9 +47,8 @@ def compare_content(
             _snapshot_dir(pair.dst, common.dst.name) as b,
         ):
             shown = _FirstFew()
-            result = compare_trees(
-                a, b, ComparePolicy(), threads=threads, progress=progress, sink=shown.add
-            )
+            options = CompareOptions(ComparePolicy(), threads=threads)
+            result = compare_trees(a, b, options, progress=progress, sink=shown.add)
     except ZverifyError as err:
         return [_error(pair, common, str(err))]
     return _findings(pair.src.name, common, result, shown)

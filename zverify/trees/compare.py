@@ -28,6 +28,7 @@ from zverify.filters import Filter
 from zverify.hashing import Algorithm
 from zverify.progress import CompareHook
 from zverify.trees.open import live_side, manifest_side, remote_side
+from zverify.trees.options import CompareOptions
 from zverify.walk import TreeWalk, WalkOptions, default_threads
 
 if TYPE_CHECKING:
@@ -39,13 +40,9 @@ PROGRESS_EVERY = 512  # entries of one side between progress updates
 def compare_trees(
     src: str,
     dst: str,
-    policy: ComparePolicy | None = None,
-    algorithm: Algorithm | None = None,
-    threads: int | None = None,
-    one_file_system: bool = False,
+    options: CompareOptions | None = None,
+    *,
     progress: CompareHook | None = None,
-    c_join: bool = True,
-    filter: Filter | None = None,
     sink: DifferenceSink | None = None,
     ranks: "Session | None" = None,
 ) -> CompareResult:
@@ -53,11 +50,12 @@ def compare_trees(
     (exit 2) before anything is walked, ManifestError if a manifest proves damaged later.
 
     sink receives each difference as it is found (engine.py); without one the result
-    collects them.  c_join=False pairs two live trees in Python too (the reference the
-    tests hold the C join to); the result is the same either way.  ranks: an MPI job of
-    more than one rank (zverify.mpi) whose other ranks walk both trees, which must then
+    collects them.  options.c_join=False pairs two live trees in Python too (the reference
+    the tests hold the C join to); the result is the same either way.  ranks: an MPI job
+    of more than one rank (zverify.mpi) whose other ranks walk both trees, which must then
     be live trees; the result is again the same."""
-    policy = policy or ComparePolicy()
+    options = options or CompareOptions()
+    policy, algorithm = options.policy, options.algorithm
     paths = dict(zip(SIDES, (src, dst), strict=True))
     if src == "-" and dst == "-":
         raise UsageError("only one side can be read from standard input")
@@ -74,34 +72,27 @@ def compare_trees(
             opened[name] = manifest_side(name, paths[name], policy.needs_xattrs, algorithm)
         chosen = _agreed_algorithm(algorithm, list(opened.values()))
         _check_recorded(policy, list(opened.values()))
-        narrowed = _agreed_filter(filter or Filter(), list(opened.values()))
-        options = WalkOptions(
-            algorithm=chosen,
-            threads=threads or default_threads(),
-            hash_content=policy.reads_content,
-            xattrs=policy.needs_xattrs,
-            one_file_system=one_file_system or any(s.one_file_system for s in opened.values()),
-            filter=narrowed,
-        )
+        narrowed = _agreed_filter(options.filter, list(opened.values()))
+        walking = _walk_options(options, chosen, narrowed, list(opened.values()))
         for side in opened.values():
             side.apply_filter(narrowed)
         for name in SIDES:
             if name not in opened:
                 opened[name] = (live_side if ranks is None else remote_side)(
-                    name, paths[name], options
+                    name, paths[name], walking
                 )
         s, d = opened["SRC"], opened["DST"]
         if s.files_only or d.files_only:
             for side in (s, d):
                 side.entries = _without_directories(side.entries)
         if ranks is None:
-            found = _compare_sides(s, d, policy, progress, c_join, sink)
+            found = _compare_sides(s, d, policy, progress, options.c_join, sink)
         else:
             # imported only for --mpi: the CLI tells that an MPI job was started by
             # zverify.mpi.session being loaded (cli._end_mpi_job)
             from zverify.mpi.coordinator import compare_distributed
 
-            found = compare_distributed(ranks, s, d, options, threads, policy, sink)
+            found = compare_distributed(ranks, s, d, walking, options.threads, policy, sink)
         excluded = {"src": s.excluded(), "dst": d.excluded()}
         unlisted = narrowed.unseen()  # both sides met every entry they hold by now
     finally:
@@ -120,6 +111,20 @@ def compare_trees(
         filter=narrowed,
         excluded=excluded,
         unlisted=unlisted,
+    )
+
+
+def _walk_options(
+    options: CompareOptions, chosen: Algorithm, narrowed: Filter, manifests: list[Side]
+) -> WalkOptions:
+    """How the live sides are walked: as asked, narrowed by what a manifest recorded."""
+    return WalkOptions(
+        algorithm=chosen,
+        threads=options.threads or default_threads(),
+        hash_content=options.policy.reads_content,
+        xattrs=options.policy.needs_xattrs,
+        one_file_system=options.one_file_system or any(m.one_file_system for m in manifests),
+        filter=narrowed,
     )
 
 
