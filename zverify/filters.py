@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from zverify import _zvcore
 from zverify.entry import Entry, Kind
 from zverify.errors import UsageError
-from zverify.manifest.escape import escape, unescape
+from zverify.pathnames import for_manifest, from_manifest
 
 INCLUDE, EXCLUDE = "+", "-"
 COMMENT_STARTS = (b"#", b";")
@@ -80,8 +80,8 @@ class Filter:
 
     def to_json(self) -> dict[str, object]:
         """For a manifest header: enough to apply the same filter when comparing to it."""
-        listed = None if self.listed is None else [escape(p) for p in self.listed]
-        rules = [[k, escape(p)] for k, p in self.rules]
+        listed = None if self.listed is None else [for_manifest(p) for p in self.listed]
+        rules = [[k, for_manifest(p)] for k, p in self.rules]
         return {"rules": rules, "listed": listed, "order": FIRST_MATCH}
 
     @classmethod
@@ -92,7 +92,7 @@ class Filter:
         rules = tuple(_json_rule(rule) for rule in raw_rules)
         if obj.get("order") != FIRST_MATCH:
             rules = _legacy(rules, obj.get("order"))
-        listed = None if raw_listed is None else tuple(unescape(str(p)) for p in raw_listed)
+        listed = None if raw_listed is None else tuple(from_manifest(str(p)) for p in raw_listed)
         found = cls(rules, listed, where)
         try:
             _check(found)
@@ -104,7 +104,7 @@ class Filter:
 def _json_rule(rule: object) -> tuple[str, bytes]:
     if not isinstance(rule, list) or len(rule) != 2 or rule[0] not in (INCLUDE, EXCLUDE):
         raise ValueError(f"filter: a rule must be ['+' or '-', pattern], not {rule!r}")
-    return rule[0], unescape(str(rule[1]))
+    return rule[0], from_manifest(str(rule[1]))
 
 
 def _legacy(rules: tuple[tuple[str, bytes], ...], order: object) -> tuple[tuple[str, bytes], ...]:

@@ -1,9 +1,28 @@
-"""Relative paths as bytes: canonical order and lossless display.
+r"""Byte names (paths, link targets, xattrs): canonical order, and every way zverify spells
+them.  The one module that turns a name into text, and text back into a name.
 
-Names are never decoded or normalised internally.  For display (text and
-JSON) a path that is valid UTF-8 is shown as is; one that is not gets its
-bad bytes written as \\xHH and every backslash doubled, and is flagged as
-escaped, so the original bytes can always be recovered.
+Names are never decoded or normalised internally.  Each consumer gets its own spelling:
+
+| where it goes                     | function (inverse)         | spelling                    |
+| --------------------------------- | -------------------------- | --------------------------- |
+| JSON documents: `path` and its    | display (restore)          | valid UTF-8 as is, flag     |
+| `path_escaped` flag (compare,     |                            | false; else `\` doubled,    |
+| cold, cutover)                    |                            | bad bytes \xHH, flag true   |
+| text output: reports, messages on | for_terminal, shown_paths  | plain UTF-8 as is; else as  |
+| stderr (no flag travels with it)  | (none: for people)         | JSON's, and control bytes   |
+|                                   |                            | and edge spaces \xHH too    |
+| a report line holding any text    | one_line (none)            | control characters and      |
+| (cold's report lines)             |                            | undecodable bytes \xHH      |
+| zverify's manifests, and the      | for_manifest               | printable ASCII as is, but  |
+| filter rules recorded in them     | (from_manifest)            | `\` and `"`: all else \xHH  |
+| --write-lists, --files-from,      | none: raw bytes            | one name a line, or NUL-    |
+| --exclude-from                    |                            | terminated with --from0     |
+
+Other tools' syntaxes stay with the code that speaks them, since they are those tools'
+grammar, not zverify's spelling: coreutils checkfiles (manifest/checkfile.py writes,
+manifest/checksums.py reads), mtree's vis(3) (manifest/mtree.py), `zfs diff` octal
+(cutover/checks.py), /proc mountinfo octal (fsinfo.py), dataset names in archive file names
+(%XX, cold/names.py) and Prometheus label values (report/scrub.py).
 """
 
 import re
@@ -81,6 +100,46 @@ def for_terminal(path: bytes) -> str:
     text = escape(path)
     text = _CONTROL.sub(_control_escape, text)
     return _EDGE_SPACE.sub(lambda m: m.group(0).replace(" ", "\\x20"), text)
+
+
+def one_line(text: str) -> str:
+    r"""text with control characters and undecodable bytes (surrogate escapes) as \xHH: one
+    line of a report whatever a message holds (a name in it is for_terminal's already;
+    this is for the rest, e.g. a directory given in bytes that are not UTF-8)."""
+    return _LINE_BREAKING.sub(_hex_escape, text)
+
+
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f\udc80-\udcff]")
+
+
+def _hex_escape(match: re.Match[str]) -> str:
+    char = ord(match.group(0))
+    return f"\\x{char - 0xDC00 if char >= 0xDC80 else char:02x}"
+
+
+# zverify's manifests: every byte but printable ASCII, `\` and `"` as \xHH, so that a line is
+# plain ASCII needing no JSON escape but doubled backslashes, and survives any tool that
+# mangles non-UTF-8 or control bytes.
+_MANIFEST_SAFE = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
+_MANIFEST_UNSAFE = re.compile(rb"[^\x20\x21\x23-\x5b\x5d-\x7e]")
+_MANIFEST_ESCAPED = re.compile(r"\\x([0-9a-f]{2})")
+_MANIFEST_VALID = re.compile(r"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\x[0-9a-f]{2})*")
+
+
+def for_manifest(data: bytes) -> str:
+    """Printable ASCII, with \\xHH for every other byte and for `\\` and `"`."""
+    if not data.translate(None, _MANIFEST_SAFE):  # nothing but safe bytes: common and fast
+        return data.decode("ascii")
+    return _MANIFEST_UNSAFE.sub(lambda m: b"\\x%02x" % m.group()[0], data).decode("ascii")
+
+
+def from_manifest(text: str) -> bytes:
+    """Inverse of for_manifest(); raises ValueError on text it cannot have written."""
+    if "\\" not in text and '"' not in text and text.isascii() and text.isprintable():
+        return text.encode("ascii")
+    if _MANIFEST_VALID.fullmatch(text) is None:
+        raise ValueError(f"not an escaped byte string: {text[:60]!r}")
+    return _MANIFEST_ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text).encode("latin-1")
 
 
 def shown_paths(paths: Sequence[bytes], quoted: bool = False) -> str:

@@ -12,7 +12,7 @@ import pytest
 from tests.cli.console import needs_installed_command, zverify
 from tests.treebuilder import write
 from zverify.filters import Filter
-from zverify.manifest.escape import escape
+from zverify.pathnames import for_manifest as escape
 
 RSYNC = shutil.which("rsync")
 NEWLINE_NAME = "new\nline"

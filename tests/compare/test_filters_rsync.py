@@ -20,7 +20,7 @@ import pytest
 from tests.cli.console import needs_installed_command, zverify
 from zverify import _zvcore
 from zverify.filters import build
-from zverify.manifest.escape import unescape
+from zverify.pathnames import from_manifest as unescape
 
 RSYNC = shutil.which("rsync")
 pytestmark = pytest.mark.skipif(RSYNC is None, reason="rsync is not installed: no oracle")

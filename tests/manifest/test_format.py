@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zverify.entry import Entry, Kind
-from zverify.manifest.escape import escape, unescape
 from zverify.manifest.format import LineError, entry_line, owner_fields, parse_entry
+from zverify.pathnames import for_manifest as escape
+from zverify.pathnames import from_manifest as unescape
 from zverify.walk import TreeWalk, WalkOptions
 
 # what a manifest does not carry: inodes (replaced by the group identity on reading), ctimes

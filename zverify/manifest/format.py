@@ -5,10 +5,10 @@
     {"p": "bin/tool", "t": "file", ..., "hash": "…"}
     {"end": {...totals...}, "blake3": "…"}                digest of every byte above it
 
-Paths, link targets and xattr names/values are escaped to printable ASCII (escape.py), so
-a line is pure ASCII and its only JSON escapes are doubled backslashes.  Hardlinks are a
-group number `hl` (the same on every member) and the link count, never an inode number.
-The full specification, with every key, is docs/manifest.md.
+Paths, link targets and xattr names/values are escaped to printable ASCII
+(pathnames.for_manifest), so a line is pure ASCII and its only JSON escapes are doubled
+backslashes.  Hardlinks are a group number `hl` (the same on every member) and the link
+count, never an inode number.  The full specification, with every key, is docs/manifest.md.
 
 This module converts between one entry and one line; it does no I/O.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from zverify.entry import TYPE_BITS, Entry, Kind
 from zverify.manifest.bounds import bad_name
-from zverify.manifest.escape import escape, unescape
+from zverify.pathnames import for_manifest, from_manifest
 
 FORMAT_KEY = "zverify_manifest"
 VERSION = 1
@@ -35,7 +35,7 @@ class LineError(ValueError):
 
 
 def _quoted(data: bytes) -> str:
-    text = escape(data)
+    text = for_manifest(data)
     return f'"{text.replace(chr(92), chr(92) * 2)}"' if "\\" in text else f'"{text}"'
 
 
@@ -135,7 +135,7 @@ def parse_entry(obj: Any, ordinal: int) -> Entry:
             raise LineError("'data' exceeds 'size'")
     try:
         fields = (
-            unescape(_text(obj, "p")),
+            from_manifest(_text(obj, "p")),
             int(kind),
             TYPE_BITS[kind] | _mode(obj),
             uid,
@@ -224,7 +224,7 @@ def _rdev(obj: dict[str, Any], kind: Kind) -> int:
 
 
 def _bytes_or_none(obj: dict[str, Any], key: str) -> bytes | None:
-    return unescape(_text(obj, key)) if key in obj else None
+    return from_manifest(_text(obj, key)) if key in obj else None
 
 
 def _xattrs(obj: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...] | None:
@@ -237,7 +237,7 @@ def _xattrs(obj: dict[str, Any]) -> tuple[tuple[bytes, bytes], ...] | None:
         isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in pairs
     ):
         raise LineError("'xattrs' must be a list of [name, value] strings")
-    decoded = tuple((unescape(n), unescape(v)) for n, v in pairs)
+    decoded = tuple((from_manifest(n), from_manifest(v)) for n, v in pairs)
     if list(decoded) != sorted(decoded) or len({n for n, _ in decoded}) != len(decoded):
         raise LineError("'xattrs' must be sorted by name, each name once")
     return decoded

@@ -19,8 +19,8 @@ from zverify.filters import Filter
 from zverify.fsinfo import FsInfo
 from zverify.hashing import DIGEST_SIZES, Algorithm, blake3_hasher
 from zverify.manifest.bounds import MAX_HEADER_LINE, MAX_LINE, bad_name
-from zverify.manifest.escape import unescape
 from zverify.manifest.format import FORMAT_KEY, VERSION, LineError, parse_entry
+from zverify.pathnames import from_manifest
 
 HASH_EVERY = 2048  # lines hashed at once
 HASH_BYTES = 1 << 20  # or as soon as this many bytes are pending
@@ -177,7 +177,7 @@ def _header(obj: dict[str, Any]) -> Header:
     fs = obj["filesystem"]
     return Header(
         algorithm=Algorithm(obj["algorithm"]),
-        root=unescape(obj["root"]),
+        root=from_manifest(obj["root"]),
         host=str(obj["host"]),
         created=str(obj["created"]),
         zverify=str(obj["zverify"]),
@@ -196,7 +196,7 @@ def _filter(raw: Any) -> Filter | None:
         return None
     listed = raw.get("listed") if isinstance(raw, dict) else None
     for item in listed if isinstance(listed, list) else ():
-        path = unescape(str(item))
+        path = from_manifest(str(item))
         why = bad_name(path) if path else "an empty name"
         if why is not None:
             raise ValueError(f"its --files-from list: {why}")

@@ -22,8 +22,8 @@ from zverify.entry import Entry, Kind
 from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
 from zverify.hashing import Algorithm, blake3_hasher
 from zverify.manifest import checkfile, mtree
-from zverify.manifest.escape import escape
 from zverify.manifest.format import FORMAT_KEY, VERSION, entry_line, owner_fields
+from zverify.pathnames import for_manifest
 from zverify.walk import TreeWalk, WalkOptions
 
 ProgressHook = Callable[[int, int], None]  # (entries, bytes read) so far
@@ -47,7 +47,7 @@ def header(root: str, options: WalkOptions) -> dict[str, object]:
         FORMAT_KEY: VERSION,
         "zverify": __version__,
         "algorithm": options.algorithm.value,
-        "root": escape(os.fsencode(os.path.abspath(root))),
+        "root": for_manifest(os.fsencode(os.path.abspath(root))),
         "host": socket.gethostname(),
         "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         provenance.KEY: provenance.producer(finished=False),  # the trailer's finishes it
@@ -160,7 +160,7 @@ class MtreeWriter:
         self.summary = WriteSummary(dropped=mtree.DROPPED)
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._out.write(b"#mtree\n")
-        shown = escape(os.fsencode(os.path.abspath(root)))
+        shown = for_manifest(os.fsencode(os.path.abspath(root)))
         self._out.write(f"# written by zverify {__version__} from {shown} at {when}\n".encode())
 
     def add_batch(self, batch: list[Entry]) -> None:

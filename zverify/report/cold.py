@@ -10,7 +10,6 @@ escaped the same way and flagged "file_escaped" (docs/schema/README.md).
 
 import datetime
 import json
-import re
 import shlex
 from collections import Counter
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
 from zverify.cold.send import SentFile
 from zverify.cold.thaw import ThawPlan
+from zverify.pathnames import one_line
 from zverify.sendstream.chain import Restorable
 
 CHECK_SCHEMA = "zverify.cold-check/1"
@@ -87,15 +87,7 @@ def check_text(report: ArchiveReport) -> str:
 def text_lines(lines: list[str]) -> str:
     """One line per line, whatever a message holds (names in it are shown() already; this is
     for the rest, e.g. a directory given in bytes that are not UTF-8)."""
-    return "".join(_CONTROL.sub(_escape, line) + "\n" for line in lines)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\udc80-\udcff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = ord(match.group(0))
-    return f"\\x{char - 0xDC00 if char >= 0xDC80 else char:02x}"
+    return "".join(one_line(line) + "\n" for line in lines)
 
 
 def _restorable(r: Restorable) -> str:
