@@ -50,6 +50,9 @@ ALLOWED_IN_FUNCTIONS = {
     ("zverify.sendstream.compressed", "lz4.frame"): "only for lz4-compressed streams",
     ("zverify.trees.compare", "zverify.mpi.coordinator"): "only for --mpi: the CLI tells "
     "that an MPI job was started by zverify.mpi.session being loaded",
+    ("zverify.trees.open", "zverify.manifest.open"): "start-up: two live trees never load "
+    "the manifest readers (~20 ms)",
+    ("zverify.trees.open", "zverify.manifest.read"): "start-up, as above",
     ("zverify.version", "zverify._zvcore"): "--version only",
     ("zverify.version", "zverify.zfs"): "--version only: compare never needs the ZFS side",
     ("zverify.zfs.command", "tempfile"): "start-up: only mounting a snapshot needs it",

@@ -2,15 +2,17 @@
 walk (zverify.mpi), or a manifest standing in for a tree (zverify.manifest reads it)."""
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from zverify.compare.policy import DiffKind
 from zverify.compare.sides import Side
 from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
 from zverify.hashing import Algorithm
 from zverify.manifest.listing import NO_FILESYSTEM, Listing
-from zverify.manifest.open import open_manifest
-from zverify.manifest.read import NativeManifest, root_label
 from zverify.walk import TreeWalk, WalkOptions
+
+if TYPE_CHECKING:
+    from zverify.manifest.read import NativeManifest
 
 
 def live_side(name: str, path: str, options: WalkOptions) -> Side:
@@ -36,6 +38,10 @@ def remote_side(name: str, path: str, options: WalkOptions) -> Side:
 
 def manifest_side(name: str, path: str, keep_xattrs: bool, asked: Algorithm | None = None) -> Side:
     """asked: --hash, which a checkfile of 64-hex digests needs when its name does not tell."""
+    # imported here: `zverify compare` on two live trees never loads the manifest readers
+    # (~20 ms of start-up, most of it bagit's and mtree's)
+    from zverify.manifest.open import open_manifest
+
     opened = open_manifest(path, keep_xattrs, asked)
     if isinstance(opened, Listing):
         return _listed(name, path, opened)
@@ -60,7 +66,9 @@ def _listed(name: str, path: str, spec: Listing) -> Side:
     )
 
 
-def _native(name: str, manifest: NativeManifest, keep_xattrs: bool) -> Side:
+def _native(name: str, manifest: "NativeManifest", keep_xattrs: bool) -> Side:
+    from zverify.manifest.read import root_label  # loaded by manifest_side already
+
     header = manifest.header
     lacking = {} if header.xattrs else {DiffKind.XATTR: "the manifest was written without them"}
     notes = [
