@@ -1,0 +1,64 @@
+"""The maps a newcomer reads first tell the truth about the tree.
+
+README's "How it works" block is written by hand (each line says what a file is *for*, which
+no generator can know); this test keeps it honest instead: every package under zverify/ and
+every C file under native/ has a line, and every line names a file that exists.
+"""
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+
+# A map line: its name starts in column 0 (a top folder) or 2 (inside the last top folder).
+MAP_LINE = re.compile(r"^( {0,2})(\S+)")
+
+
+def _map_block() -> list[str]:
+    text = README.read_text()
+    section = text.split("\n## How it works\n", 1)[1]
+    return section.split("```\n", 2)[1].splitlines()
+
+
+def readme_map() -> list[str]:
+    """Every path the README's map names, relative to the repository."""
+    paths, top = [], ""
+    for line in _map_block():
+        match = MAP_LINE.match(line)
+        if match is None:  # a description carried on to the next line
+            continue
+        indent, name = match.groups()
+        if indent:
+            paths.append(top + name)
+        else:
+            top = name
+            paths.append(name)
+    return paths
+
+
+def test_the_map_is_found() -> None:
+    """The parser must see the block (or every check below passes on nothing)."""
+    named = readme_map()
+    assert "zverify/" in named and "zverify/exitcodes.py" in named and len(named) > 20
+
+
+def test_every_path_the_map_names_exists() -> None:
+    missing = [path for path in readme_map() if not (REPO / path).exists()]
+    assert missing == [], "README 'How it works' names what is not in the tree"
+
+
+def test_every_package_is_on_the_map() -> None:
+    packages = {f"zverify/{p.parent.name}/" for p in (REPO / "zverify").glob("*/__init__.py")}
+    assert len(packages) > 10
+    assert packages - set(readme_map()) == set(), "add the package to README 'How it works'"
+
+
+def test_every_c_file_is_on_the_map() -> None:
+    c_files = {
+        str(p.relative_to(REPO))
+        for folder in ("src", "py", "include")
+        for p in (REPO / "native" / folder).glob("*.[ch]")
+    }
+    assert len(c_files) > 15
+    assert c_files - set(readme_map()) == set(), "add the C file to README 'How it works'"
