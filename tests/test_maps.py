@@ -5,6 +5,7 @@ no generator can know); this test keeps it honest instead: every package under z
 every C file under native/ has a line, and every line names a file that exists.
 """
 
+import ast
 import re
 from pathlib import Path
 
@@ -62,3 +63,61 @@ def test_every_c_file_is_on_the_map() -> None:
     }
     assert len(c_files) > 15
     assert c_files - set(readme_map()) == set(), "add the C file to README 'How it works'"
+
+
+# A file path as docstrings and C headers spell one: a/b.py, zv_x.c, tests/cold/, docs/x.md.
+PATH = re.compile(
+    r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:py|c|h|md)(?!\w)"
+    r"|(?:tests|docs|tools|scripts|bench)/[\w/.-]*\w/?"
+    r"|[\w-]+/(?=[\s,;:)]|\.\s))"  # a folder: cold/, mpi/
+)
+DOTTED = re.compile(r"\bzverify(?:\.\w+)+")
+# Files and folders of other projects that comments cite, with where they live.
+OUTSIDE = {
+    "md5sum.c": "GNU coreutils",
+    "include/sys/zfs_ioctl.h": "OpenZFS",
+    "module/zfs/dmu_recv.c": "OpenZFS",
+    "lib/libzfs/libzfs_sendrecv.c": "OpenZFS",
+    "xxhash.h": "Debian's libxxhash-dev",
+    "data/": "a BagIt bag's payload folder (RFC 8493)",
+}
+# Where a name in a docstring may be relative to, besides its own folder.
+BASES = ("", "zverify", "native", "native/src", "native/include", "native/py")
+
+
+def _docstrings() -> list[tuple[Path, str]]:
+    """Each Python module's docstring and each C file's opening comment."""
+    found = [
+        (p, ast.get_docstring(ast.parse(p.read_text())) or "")
+        for p in sorted((REPO / "zverify").rglob("*.py"))
+    ]
+    for p in sorted((REPO / "native").rglob("*.[ch]")):
+        opening = re.match(r"/\*.*?\*/", p.read_text(), re.S)
+        found.append((p, opening.group(0) if opening else ""))
+    return found
+
+
+def _is_module(dotted: str) -> bool:
+    """zverify.a.b names a module, or an attribute of one."""
+    parts = dotted.split(".")[1:]
+    if parts[0] == "_zvcore":
+        return True
+    for end in range(len(parts), 0, -1):
+        base = REPO / "zverify" / Path(*parts[:end])
+        if base.with_suffix(".py").exists() or (base / "__init__.py").exists():
+            return True
+    return False
+
+
+def test_paths_in_docstrings_and_headers_exist() -> None:
+    stale, seen = [], 0
+    for path, text in _docstrings():
+        where = path.relative_to(REPO)
+        for name in PATH.findall(text):
+            seen += 1
+            bases = [path.parent, *(REPO / b for b in BASES)]
+            if name not in OUTSIDE and not any((b / name).exists() for b in bases):
+                stale.append(f"{where} names {name}")
+        stale += [f"{where} names {d}" for d in DOTTED.findall(text) if not _is_module(d)]
+    assert seen > 50, "the pattern found too few paths to be checking anything"
+    assert stale == []

@@ -4,7 +4,7 @@ Every --hash (XXH3-128 by default, BLAKE3, SHA-256, SHA-512) is computed in the 
 worker threads, and so are SHA-1 and MD5 (SHA-2, SHA-1 and MD5 through OpenSSL's libcrypto).
 BLAKE3 over bytes (a manifest's own digest) is the C core's BLAKE3 too, so there is one
 BLAKE3 in zverify; the tests check it against the PyPI `blake3` package.  (A BagIt bag's
-tag files, whose algorithms RFC 8493 leaves open, are hashed with hashlib in bagit.py.)
+tag files, whose algorithms RFC 8493 leaves open, are hashed with hashlib in manifest/bagit.py.)
 SHA-256, SHA-512, SHA-1 and MD5 exist so that checkfiles, mtree specs, BagIt bags and
 hashdeep lists written by other tools can be verified; zverify's own manifests use
 XXH3-128 or BLAKE3.

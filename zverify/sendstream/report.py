@@ -5,7 +5,7 @@ types are what the rest of zverify reads -- the CLI renders them, cold archives 
 them in sidecars, restore and repair act on their verdict -- while how a report is
 filled in is nobody's business but validate's.  `StreamReport.exit_code` is the one
 place a stream's verdict becomes an exit code (through zverify.exitcodes); each type's
-`as_dict` is its JSON shape (docs/schemas, `zverify stream verify --json`).
+`as_dict` is its JSON shape (zverify/schemas, `zverify schema stream-verify`).
 """
 
 from __future__ import annotations
