@@ -43,8 +43,8 @@ from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.operations import LockedChains, Pruned
 from zverify.cold.prune import blocked, plan_prune
 from zverify.report import cold as cold_report
+from zverify.report import compare_json as json_report
 from zverify.report import cutover as cutover_report
-from zverify.report import json as json_report
 from zverify.report import scrub as scrub_report
 from zverify.report import stream as stream_report
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan

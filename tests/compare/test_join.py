@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from tests.cli.producer import timeless
 from zverify.compare.joined import JoinedWalks
-from zverify.report import json as json_report
-from zverify.report import text as text_report
+from zverify.report import compare_json as json_report
+from zverify.report import compare_text as text_report
 from zverify.trees.compare import compare_trees
 from zverify.trees.options import CompareOptions
 from zverify.walk import TreeWalk, WalkOptions
@@ -194,7 +194,7 @@ def test_unreadable_subtree_folds_the_same_way(tmp_path: Path) -> None:
         "import sys\n"
         "from zverify.trees.compare import compare_trees\n"
         "from zverify.trees.options import CompareOptions\n"
-        "from zverify.report import json as j\n"
+        "from zverify.report import compare_json as j\n"
         "for c in (True, False):\n"
         "    result = compare_trees(sys.argv[1], sys.argv[2], CompareOptions(c_join=c))\n"
         "    print(j.render_compare(result), end='\\x1e')\n"

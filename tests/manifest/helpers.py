@@ -47,7 +47,7 @@ def compare(src: Path | str, dst: Path | str, *extra: str) -> tuple[int, dict[st
 
 def compare_fails(src: Path | str, dst: Path | str, *extra: str) -> str:
     """Run a comparison that must end with exit 2 and no verdict; return its one-line error.
-    A document begun before the failure is ended without a verdict (report/json.py)."""
+    A document begun before the failure is ended without a verdict (report/compare_json.py)."""
     done = run("compare", "--json", *extra, str(src), str(dst))
     assert done.returncode == 2, (done.returncode, done.stdout[:300])
     if done.stdout:

@@ -10,7 +10,7 @@ from zverify.compare.policy import PROFILES, ComparePolicy
 
 if TYPE_CHECKING:
     from zverify.mpi.session import Session
-    from zverify.report.json import Write
+    from zverify.report.compare_json import Write
     from zverify.report.outputs import Rendering
 
 
@@ -212,8 +212,8 @@ def _no_mpi_job() -> None:
 def _rendering(
     as_json: bool, as_jsonl: bool, quiet: bool, src: str, dst: str, write: "Write"
 ) -> "Rendering":
-    from zverify.report.json import JsonLinesStream, JsonStream
-    from zverify.report.text import TextStream
+    from zverify.report.compare_json import JsonLinesStream, JsonStream
+    from zverify.report.compare_text import TextStream
 
     if as_json:
         return JsonStream(write)

@@ -1,8 +1,11 @@
 """Rendering of results; nothing here computes a verdict.
 
-compare: text (one line per difference, the summary, the du table), json (--json and
---jsonl), lists (--write-lists), outputs (which of those one run writes, fed as differences
-are found).  The other commands: stream, cutover, cold (every cold command but scrub) and
+Naming: a module is named by the command whose result it renders (stream, cutover, cold,
+scrub), covering every format of that command, and never by a format alone, which could
+take a stdlib name such as `json`.  compare has more than one module, so its renderers
+are compare_text (one line per difference, the summary, the du table) and compare_json
+(--json and --jsonl), beside its two writers: lists (--write-lists) and outputs (which of
+those one run writes, fed as differences are found).  cold covers every cold command but
 scrub (text, JSON and a node_exporter textfile).  Every JSON shape has an installed schema
 (`zverify schema NAME`).
 """

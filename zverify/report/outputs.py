@@ -1,7 +1,7 @@
 """Where one comparison is reported: one rendering on stdout, and the list files if asked.
 
 The engine hands each difference to Outputs.difference() as it finds it; finish() writes
-the summary, abort() ends a document a failed run had begun (see json.py).
+the summary, abort() ends a document a failed run had begun (see compare_json.py).
 """
 
 import contextlib
