@@ -121,3 +121,31 @@ def test_paths_in_docstrings_and_headers_exist() -> None:
         stale += [f"{where} names {d}" for d in DOTTED.findall(text) if not _is_module(d)]
     assert seen > 50, "the pattern found too few paths to be checking anything"
     assert stale == []
+
+
+# A file longer than this holds one job too many, unless its docstring (or a C file's
+# opening comment) has a line starting with LONG_BECAUSE that says why it should not be split.
+MAX_LINES = 500
+LONG_BECAUSE = "Long because:"
+
+
+def _says_why_long(text: str) -> bool:
+    lines = (line.strip().lstrip("*").strip() for line in text.splitlines())
+    return any(line.startswith(LONG_BECAUSE) for line in lines)
+
+
+def test_long_files_say_why() -> None:
+    files = _docstrings()
+    assert len(files) > 100, "the file list is too short to be the whole tree"
+    silent = [
+        str(path.relative_to(REPO))
+        for path, text in files
+        if len(path.read_text().splitlines()) > MAX_LINES and not _says_why_long(text)
+    ]
+    assert silent == [], f"over {MAX_LINES} lines: split it, or add a '{LONG_BECAUSE}' line"
+
+
+def test_the_reason_is_found_in_both_languages() -> None:
+    assert _says_why_long("A module.\n\nLong because: one class.")
+    assert _says_why_long("/*\n * zv_x.c — a file.\n *\n * Long because: one loop.\n */")
+    assert not _says_why_long("A module that is long because of nothing said.")

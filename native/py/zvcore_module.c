@@ -7,7 +7,10 @@
  * finished C batch into Python objects, and every 100 ms to let Ctrl-C in.
  *
  * The send-stream scanner registers itself through zv_py_stream_init()
- * (stream_module.c), so this file stays about walking.
+ * (stream_module.c), so this file stays about walking and joining walks.
+ *
+ * Long because: it holds the three types of a walk as Python sees it, Record, Walker and
+ * Join (the C join of two Walkers), which share the record conversion; each is kept short.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -18,6 +18,10 @@
  * mismatch we continue from the *stored* trailer (the sender's truth), so
  * one damaged spot yields one report instead of a cascade over every later
  * record, and the reported span stays tight.
+ *
+ * Long because: framing, the relay of verified bytes and the sampling of a window (the
+ * last part) share the record layout helpers (byte order, record length, toguid offset);
+ * sampling could move to a file of its own once those helpers have a header.
  */
 #define _GNU_SOURCE /* SEEK_DATA */
 #include <errno.h>

@@ -11,6 +11,11 @@
  * checks dev/ino, falling back to opening the chain from the nearest open
  * ancestor.  Paths are never passed whole to the kernel, so PATH_MAX does
  * not limit depth.
+ *
+ * Long because: the descent, the climb with its fd reopening and dev/ino checks, the
+ * sorted (and key-range bounded) listing of a directory and each entry's record (stat,
+ * link, xattrs) all work on one walk_state in one explicit-stack loop; apart, that state
+ * would be passed around instead.
  */
 #define _GNU_SOURCE
 #include "zv_traverse.h"

@@ -5,6 +5,10 @@ Each command holds the archive's lock for its whole run (zverify.cold.lock): sen
 writer, check and restore (and the dry runs) as readers; prune --yes, clean --yes, parity,
 repair and restore --repair exclusively.  A lock another zverify holds is refused at once
 (exit 2), or waited for up to --wait SECONDS.
+
+Long because: nine subcommands, each a typer signature of a dozen documented options (the
+help and man page come from them); each body is parse, one call into zverify.cold.operations,
+render with zverify.report.cold.
 """
 
 import math

@@ -15,6 +15,10 @@ foreign parity is reported, a stream that is not intact gets par2's verdict on i
 (repairable or unrepairable, with the block counts), and once any stream has parity, a stream
 without is reported.  NAME.damaged, the original a repair replaced (zverify.cold.repair), is
 listed, never read as a stream.
+
+Long because: it is one reader of an archive directory producing one report: every check
+feeds the same FileReport/ArchiveReport, and the formats it reads already live apart
+(sidecar.py, names.py, parity.py, sendstream/).
 """
 
 import contextlib

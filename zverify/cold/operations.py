@@ -7,6 +7,10 @@ Long steps report progress through a Bars factory (bars(what, total) -> a contex
 a byte-count hook or None), and what a person should see while it happens (a warning about
 the archive, each repair as it is done) through Events, so that the caller decides where
 it goes and how it looks.
+
+Long because: one operation per cold command (nine), each with its result type, kept side
+by side so that their one shape (lock, read, decide, act, verdict) is seen and kept alike;
+each is short.
 """
 
 import contextlib

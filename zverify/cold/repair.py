@@ -16,6 +16,10 @@ Only then is it renamed over NAME (atomic: NAME is always a whole file), after t
 original was linked to NAME.damaged, which stays until `cold repair --remove-damaged` removes it.  A
 repair that is not possible, fails or is not proven replaces nothing.  The caller holds the
 archive exclusively (zverify.cold.lock).
+
+Long because: rebuilding, proving and replacing are one transaction whose steps hand each
+other what they learned (the rescued sectors, the first intact record, the digests the
+proof compares); apart, the rule "nothing is replaced before it is proven" would span files.
 """
 
 import errno

@@ -18,6 +18,10 @@ What a bucket is not, and how that is made up for:
   with ranged GETs after a dropped connection; finish_read() says whether it failed.
 - no identity of inode and mtime: an object's is its ETag and version id, carried in the
   FileStamp's inode (a hash of them), with its size and modification time.
+
+Long because: it is one class, S3Store, meeting every operation of the Store interface for a
+bucket, each with its make-up for what a bucket lacks (above); split by method, one
+interface's one implementation would be scattered.
 """
 
 import contextlib

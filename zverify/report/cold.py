@@ -6,6 +6,9 @@ An archive directory may hold any name: in text, every name goes through pathnam
 for_terminal (bytes that are not UTF-8 as \\xHH, a newline as \\n) and nothing else in a
 line may break it, so that one entry is one line; in JSON a file name that is not UTF-8 is
 escaped the same way and flagged "file_escaped" (docs/schema/README.md).
+
+Long because: the text and JSON of eight cold commands' results, with the escaping and
+verdict lines they share; by report/'s naming rule one command group is one module.
 """
 
 import datetime

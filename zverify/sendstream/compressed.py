@@ -19,6 +19,11 @@ form a whole valid stream.  So that such a stream is never passed on complete (t
 `zfs receive`), the last byte of output is held back until the whole file was read and
 proven: on any failure the scanner sees the stream stop one byte short of the end of its
 final END, and nothing of its last record is ever relayed.
+
+Long because: each format's own framing (gzip and lz4 members, xz, zstd frames with their
+skippable frames) is here beside the one pump and Layer they share, so that truncation and
+damage are judged the same way for all; a further format would be the time to split it
+into a package by format.
 """
 
 from __future__ import annotations
