@@ -9,6 +9,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.test_import_direction import LAYERS
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 
@@ -149,3 +151,22 @@ def test_the_reason_is_found_in_both_languages() -> None:
     assert _says_why_long("A module.\n\nLong because: one class.")
     assert _says_why_long("/*\n * zv_x.c — a file.\n *\n * Long because: one loop.\n */")
     assert not _says_why_long("A module that is long because of nothing said.")
+
+
+ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
+LAYER_LINE = re.compile(r"^\d+\. (`[\w_]+`(?:, `[\w_]+`)*)")
+
+
+def architecture_layers() -> list[set[str]]:
+    """The numbered list under '## Layers': each item's leading `unit`, `unit` names."""
+    section = ARCHITECTURE.read_text().split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    matches = (LAYER_LINE.match(line) for line in section.splitlines())
+    return [set(re.findall(r"`([\w_]+)`", m.group(1))) for m in matches if m]
+
+
+def test_the_architecture_page_lists_the_layers_the_import_test_holds() -> None:
+    assert architecture_layers() == LAYERS
+
+
+def test_the_readme_links_the_architecture_page() -> None:
+    assert "(docs/ARCHITECTURE.md)" in README.read_text()
