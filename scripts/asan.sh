@@ -24,6 +24,6 @@ python3 setup.py -q build_ext --inplace >/dev/null
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # --capture=sys: a sanitizer report written to fd 2 must reach the log before the abort
-python3 -m pytest -q -p no:cacheprovider --capture=sys tests/native tests/sendstream tests/compare \
+python3 -m pytest -q -p no:cacheprovider --capture=sys -m "not zfs" tests/native tests/sendstream tests/compare \
     tests/test_boundedjson.py tests/test_hashing.py tests/mpi/test_mpi_pure.py tests/par2 \
     tests/zfs/test_boundary_without_zfs.py tests/manifest/test_fuzz_manifest.py "$@"
