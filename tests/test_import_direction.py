@@ -17,7 +17,9 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "zverify"
+import zverify
+
+PACKAGE = Path(zverify.__file__).resolve().parent
 
 # Top to bottom.  docs: README "How it works" names each unit's job.
 LAYERS: list[set[str]] = [
