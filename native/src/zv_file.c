@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -59,13 +60,29 @@ static int hash_zeros(const zv_scanner *sc, uint64_t off, uint64_t len, zv_recor
 }
 
 /*
+ * The first read of a file, when the walk watches the page cache: RWF_NOWAIT fails
+ * (EAGAIN) instead of waiting for the disk, which tells a miss from a hit at no extra cost
+ * when the data is cached.  A miss, or a filesystem that cannot tell (EOPNOTSUPP), is
+ * counted (the walker then asks for read-ahead at open) and the read is made again.
+ */
+static ssize_t first_read(const zv_scanner *sc, int fd, size_t ask, uint64_t off)
+{
+    struct iovec v = {sc->buf, ask};
+    ssize_t got = preadv2(fd, &v, 1, (off_t)off, RWF_NOWAIT);
+    if (got >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+        return got;
+    __atomic_add_fetch(sc->cache_misses, 1, __ATOMIC_RELAXED);
+    return pread(fd, sc->buf, ask, (off_t)off);
+}
+
+/*
  * Read [off, end) into the hash; returns 0 or -1 with the error or change recorded.  The
  * read that reaches the file's size asks for one byte more (*probed then says so): a file
  * whose content goes on past st_size (procfs, sysfs, some FUSE) must not be judged by its
  * first st_size bytes.  Costs nothing when the last read was short anyway.
  */
 static int hash_range(const zv_scanner *sc, int fd, uint64_t off, uint64_t end, zv_record *r,
-                      int *probed)
+                      int *probed, int *first)
 {
     size_t block = sc->opt->block_size;
     while (off < end) {
@@ -76,7 +93,9 @@ static int hash_range(const zv_scanner *sc, int fd, uint64_t off, uint64_t end, 
         uint64_t want = end - off;
         size_t n = want < block ? (size_t)want : block;
         size_t ask = n < block && end == r->size ? n + 1 : n;
-        ssize_t got = pread(fd, sc->buf, ask, (off_t)off);
+        ssize_t got = *first && sc->cache_misses ? first_read(sc, fd, ask, off)
+                                                 : pread(fd, sc->buf, ask, (off_t)off);
+        *first = 0;
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -152,7 +171,7 @@ static void note_extent(zv_record *r, uint64_t start, uint64_t end, int *overflo
 static void scan_extents(const zv_scanner *sc, int fd, zv_record *r)
 {
     uint64_t size = r->size, off = 0, data = 0;
-    int reads = sc->opt->algo != ZV_HASH_NONE, probed = 0;
+    int reads = sc->opt->algo != ZV_HASH_NONE, probed = 0, first = 1;
     /*
      * A file with at least as many allocated bytes as its size has no holes
      * worth asking about (two lseeks per file are a measurable cost on trees
@@ -178,7 +197,7 @@ static void scan_extents(const zv_scanner *sc, int fd, zv_record *r)
             note_extent(r, dstart, dend, &overflow);
         if (sc->hasher && dstart > off && hash_zeros(sc, off, dstart - off, r) < 0)
             return;
-        if (reads && hash_range(sc, fd, dstart, dend, r, &probed) < 0)
+        if (reads && hash_range(sc, fd, dstart, dend, r, &probed, &first) < 0)
             return;
         data += dend - dstart;
         off = dend;
@@ -201,6 +220,17 @@ static int same_content_stat(const zv_record *r, const struct stat *st)
            st->st_ctim.tv_nsec == r->ctime.nsec;
 }
 
+/* Judge a stat taken after the work against the record's own (taken before it). */
+static void judge_later_stat(zv_record *r, const struct stat *after)
+{
+    if (after->st_ino != r->ino || after->st_dev != r->dev)
+        r->changed = ZV_CHANGE_REPLACED;
+    else if (!same_content_stat(r, after))
+        r->changed = ZV_CHANGE_MODIFIED;
+    if (r->changed == ZV_CHANGE_REPLACED)
+        clear_error(r); /* any read error was about another file */
+}
+
 /*
  * The record's stat came from the walker before the open; one fstat after reading
  * proves both that the fd is that file (not a replacement opened in between) and that
@@ -214,10 +244,18 @@ static void check_unchanged(int fd, zv_record *r)
     struct stat after;
     if (fstat(fd, &after) < 0)
         set_error(r, ZV_OP_LSTAT, errno, -1);
-    else if (after.st_ino != r->ino || after.st_dev != r->dev)
-        r->changed = ZV_CHANGE_REPLACED;
-    else if (!same_content_stat(r, &after))
-        r->changed = ZV_CHANGE_MODIFIED;
+    else
+        judge_later_stat(r, &after);
+}
+
+void zv_file_check_path(int dirfd, const char *name, const char *xattr_path, zv_record *r)
+{
+    zv_xattrs_read(-1, xattr_path, r);
+    struct stat after;
+    if (fstatat(dirfd, name, &after, AT_SYMLINK_NOFOLLOW) < 0)
+        set_error(r, ZV_OP_LSTAT, errno, -1);
+    else
+        judge_later_stat(r, &after);
 }
 
 void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r)
@@ -230,8 +268,6 @@ void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r)
     if (sc->opt->read_xattrs)
         zv_xattrs_read(fd, NULL, r);
     check_unchanged(fd, r);
-    if (r->changed == ZV_CHANGE_REPLACED)
-        clear_error(r); /* any read error was about another file */
     if (r->err_op != ZV_OP_NONE || r->changed)
         return;
     if (sc->hasher) {

@@ -20,9 +20,18 @@ typedef struct zv_scanner {
     zv_hasher *hasher;       /* NULL: map extents and read xattrs only */
     uint64_t *bytes_counter; /* progress, added to atomically */
     const int *stop;         /* read atomically: nonzero = abandon the file now */
+    uint64_t *cache_misses;  /* NULL, or files whose first read missed the page cache */
 } zv_scanner;
 
 void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r);
+
+/*
+ * A walk that reads no content does not open regular files (rsync's quick check opens
+ * none either): their xattrs are read by xattr_path (l*xattr, no open), then a second stat
+ * of name in dirfd proves they belong to the file the record's stat describes.  Holes are
+ * not mapped (that needs an fd): data_bytes stays the size.
+ */
+void zv_file_check_path(int dirfd, const char *name, const char *xattr_path, zv_record *r);
 
 /*
  * Read all xattrs of fd (or of path if fd < 0) into r, sorted by name.  Any failure to

@@ -34,7 +34,8 @@
 /*
  * Files are opened here, up to max_open_files ahead of the hashing workers; asking the
  * kernel for the first READAHEAD_BYTES of each at open time keeps that many reads in
- * flight on a cold cache, where the workers alone would wait for one file at a time.
+ * flight on a cold cache, where the workers alone would wait for one file at a time.  On a
+ * hot cache the request is a wasted system call per file, so the sink decides (prefetch).
  */
 #define READAHEAD_BYTES (256 << 10)
 
@@ -355,34 +356,45 @@ static void read_link(int dirfd, const char *name, zv_record *r)
 }
 
 /*
- * xattrs of something we do not open (symlinks, devices, FIFOs, sockets, and mount points
- * under -x): l*xattr() by a path that names it without following it.  /proc/self/fd/N/name
- * resolves from the parent's fd, so it is as safe as an *at() call; without /proc (chroot,
- * initramfs, some containers) the path from the root is the only way left, and may race
- * with a rename of a directory above (the entry's stat then moves, and is reported).
+ * xattrs of something we do not open (symlinks, devices, FIFOs, sockets, mount points
+ * under -x, and regular files when no content is read): l*xattr() by a path that names it
+ * without following it.  /proc/self/fd/N/name resolves from the parent's fd, so it is as
+ * safe as an *at() call; without /proc (chroot, initramfs, some containers) the path from
+ * the root is the only way left, and may race with a rename of a directory above (the
+ * entry's stat then moves, and is reported).  NULL, with the error recorded, if no path.
  */
+static char *path_for_xattrs(walk_state *s, int dirfd, const char *name, zv_record *r)
+{
+    char *path = NULL;
+    if (s->have_proc) {
+        if (asprintf(&path, "/proc/self/fd/%d/%s", dirfd, name) < 0)
+            path = NULL;
+    } else if (!s->opt->root_path) {
+        record_error(r, ZV_OP_XATTR, ENOENT);
+        return NULL;
+    } else if (asprintf(&path, "%s/%s", s->opt->root_path, r->path) < 0) {
+        path = NULL;
+    }
+    if (!path)
+        record_error(r, ZV_OP_XATTR, ENOMEM);
+    return path;
+}
+
 static void xattrs_by_name(walk_state *s, int dirfd, const char *name, zv_record *r)
 {
-    if (s->have_proc) {
-        char proc[64 + 256];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d/%s", dirfd, name);
-        zv_xattrs_read(-1, proc, r);
-        return;
-    }
-    const char *root = s->opt->root_path;
-    if (!root) {
-        record_error(r, ZV_OP_XATTR, ENOENT);
-        return;
-    }
-    size_t rlen = strlen(root), need = rlen + 1 + r->path_len + 1;
-    char *full = malloc(need);
-    if (!full) {
-        record_error(r, ZV_OP_XATTR, ENOMEM);
-        return;
-    }
-    snprintf(full, need, "%s/%s", root, r->path);
-    zv_xattrs_read(-1, full, r);
-    free(full);
+    char *path = path_for_xattrs(s, dirfd, name, r);
+    if (path)
+        zv_xattrs_read(-1, path, r);
+    free(path);
+}
+
+/* A regular file of a walk that reads no content: never opened (zv_file_check_path). */
+static void check_unopened_file(walk_state *s, int dirfd, const char *name, zv_record *r)
+{
+    char *path = path_for_xattrs(s, dirfd, name, r);
+    if (path)
+        zv_file_check_path(dirfd, name, path, r);
+    free(path);
 }
 
 static int proc_works(int root_fd)
@@ -431,8 +443,7 @@ static void enter_dir(walk_state *s, int dirfd, const char *name, zv_record *r, 
     }
 }
 
-static int open_file(const zv_sink *sink, const zv_traverse_opts *opt, int dirfd, const char *name,
-                     zv_record *r)
+static int open_file(const zv_sink *sink, int dirfd, const char *name, zv_record *r)
 {
     if (sink->reserve_fd(sink->ctx) < 0)
         return -2;
@@ -444,7 +455,7 @@ static int open_file(const zv_sink *sink, const zv_traverse_opts *opt, int dirfd
     if (fd < 0) {
         record_error(r, ZV_OP_OPEN, errno);
         sink->release_fd(sink->ctx);
-    } else if (opt->read_ahead && r->size > 0) {
+    } else if (r->size > 0 && sink->prefetch(sink->ctx)) {
         off_t len = r->size < READAHEAD_BYTES ? (off_t)r->size : READAHEAD_BYTES;
         (void)posix_fadvise(fd, 0, len, POSIX_FADV_WILLNEED); /* a hint: failure is harmless */
     }
@@ -569,12 +580,15 @@ static int visit(walk_state *s, const char *name)
     int verdict = excludes(s, &r, r.kind == ZV_KIND_DIR);
     if (verdict != 0)
         return drop(s, &r, verdict);
-    if (r.kind == ZV_KIND_FILE) {
-        fd = open_file(s->sink, s->opt, dirfd, name, &r);
+    if (r.kind == ZV_KIND_FILE && s->opt->read_content) {
+        fd = open_file(s->sink, dirfd, name, &r);
         if (fd == -2) {
             zv_record_free(&r);
             return ZV_ESTOPPED;
         }
+    } else if (r.kind == ZV_KIND_FILE) {
+        if (s->opt->read_xattrs)
+            check_unopened_file(s, dirfd, name, &r);
     } else if (r.kind == ZV_KIND_SYMLINK) {
         read_link(dirfd, name, &r);
     }

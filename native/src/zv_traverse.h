@@ -19,6 +19,9 @@ typedef struct zv_sink {
      * no other file of this walk is open (waiting would not help) or when stopping. */
     int (*await_close)(void *ctx);
     void (*release_fd)(void *ctx);
+    /* Whether to ask for read-ahead of the file just opened: 1 while its data is likely
+     * not in the page cache. */
+    int (*prefetch)(void *ctx);
     /* An entry the filter left out (never emitted, a directory never entered). */
     void (*excluded)(void *ctx);
 } zv_sink;
@@ -28,7 +31,7 @@ typedef struct zv_traverse_opts {
     uint64_t root_dev;
     int one_file_system;
     int read_xattrs;
-    int read_ahead;      /* file data will be read: start reading it at open */
+    int read_content;    /* file data will be read: files are opened (else never) */
     const zv_filter *filter; /* NULL: keep everything */
     int keep_open;       /* directory levels whose fds stay open, >= 1 */
     const char *root_path; /* NULL: unknown */
