@@ -269,10 +269,22 @@ TOOLS = [
         "the cost of filtering: ten rsync patterns matched against every path (none match)",
     ),
     Tool(
+        "zverify --profile content",
+        f'{ZV} --profile content "$SRC" "$DST"',
+        lambda rc, _: rc == 0,
+        "content, kinds and symlinks only: the job of the find|xargs hashers",
+    ),
+    Tool(
         "zverify --quick",
         f'{ZV} --quick "$SRC" "$DST"',
         lambda rc, _: rc == 0,
         "no file data read: size, mtime and metadata (rsync's default check)",
+    ),
+    Tool(
+        "zverify --quick rsync-a",
+        f'{ZV} --quick --profile rsync-a "$SRC" "$DST"',
+        lambda rc, _: rc == 0,
+        "rsync -an's job: size, mtime, mode, owner, symlinks; no xattrs, no data read",
     ),
     Tool(
         "rsync -an",
@@ -442,6 +454,81 @@ def render(name: str, description: str, results: list[ToolResult]) -> str:
     return "\n".join(lines)
 
 
+# (zverify row, peer row, target): zverify's median over the peer's must be at most the target
+# (issue 34's targets, hot cache).
+TARGETS = [
+    ("zverify", "xxhsum -H2 (find|sort|xargs)", 1.0),
+    ("zverify --profile content", "xxhsum -H2 (find|sort|xargs)", 0.9),
+    ("zverify --quick rsync-a", "rsync -an", 1.0),
+    ("zverify blake3", "b3sum (find|sort|xargs)", 1.0),
+]
+
+
+def target_rows(results: list[ToolResult]) -> list[dict[str, object]]:
+    """The target pairs both of whose rows ran, as zverify / peer wall-time ratios."""
+    by_name = {r.tool: r for r in results}
+    rows: list[dict[str, object]] = []
+    for ours, theirs, target in TARGETS:
+        if ours in by_name and theirs in by_name:
+            ratio = by_name[ours].median / by_name[theirs].median
+            cpu = by_name[ours].median_cpu / by_name[theirs].median_cpu
+            rows.append(
+                {"zverify": ours, "peer": theirs, "ratio": ratio, "cpu_ratio": cpu,
+                 "target": target, "met": ratio <= target}
+            )  # fmt: skip
+    return rows
+
+
+def render_targets(rows: list[dict[str, object]]) -> str:
+    lines = [f"{'zverify / peer (wall)':60s} {'ratio':>6s} {'CPU':>6s} {'target':>7s}  met"]
+    for row in rows:
+        pair = f"{row['zverify']} / {row['peer']}"
+        lines.append(
+            f"{pair:60s} {row['ratio']:6.2f} {row['cpu_ratio']:6.2f} "
+            f"{row['target']:7.2f}  {'yes' if row['met'] else 'NO'}"
+        )
+    return "\n".join(lines)
+
+
+def syscalls_per_file(tool: Tool, src: Path, dst: Path, work: Path, files: int) -> dict[str, float]:
+    """One run of the tool under `strace -f -c`: system calls per regular file and side, by
+    name (start-up included, which is noise on corpora of thousands of files)."""
+    env = dict(os.environ, SRC=str(src), DST=str(dst), WORK=str(work), ZVERIFY=str(ZVERIFY_SCRIPT))
+    env["RCLONE_CONFIG"] = str(work / "rclone.conf")
+    log = work / "strace.txt"
+    subprocess.run(
+        ["strace", "-f", "-c", "-o", str(log), "bash", "-c", tool.command],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    counts: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[3].isdigit() and fields[-1].isidentifier():
+            counts[fields[-1]] = int(fields[3]) / (2 * files)
+    return counts
+
+
+def render_syscalls(table: dict[str, dict[str, float]]) -> str:
+    names = ["newfstatat", "openat", "read", "pread64", "preadv2", "fadvise64", "flistxattr",
+             "llistxattr", "close", "getdents64", "futex"]  # fmt: skip
+    head = f"{'calls per file and side':30s} {'total':>6s} " + " ".join(
+        f"{n[:10]:>10s}" for n in names
+    )
+    lines = [head]
+    for tool, counts in table.items():
+        cells = " ".join(f"{counts.get(n, 0):10.2f}" for n in names)
+        lines.append(f"{tool:30s} {counts.get('total', 0):6.2f} {cells}")
+    return "\n".join(lines)
+
+
+def bench_syscalls(src: Path, dst: Path, tools: list[Tool]) -> dict[str, dict[str, float]]:
+    files = sum(len(names) for _d, _s, names in os.walk(src))
+    with tempfile.TemporaryDirectory(prefix="zvbench-") as tmp:
+        work = Path(tmp)
+        (work / "rclone.conf").write_text("")
+        return {t.name: syscalls_per_file(t, src, dst, work, files) for t in tools}
+
+
 def tree_stats(src: Path) -> dict[str, int]:
     entries = files = 0
     for _dirpath, dirnames, filenames in os.walk(src):
@@ -508,6 +595,9 @@ def main() -> int:
     ap.add_argument("--cold", action="store_true", help="drop the page cache before every run")
     ap.add_argument("--output", type=Path)
     ap.add_argument("--build-only", action="store_true", help="make the corpora, time nothing")
+    ap.add_argument(
+        "--syscalls", action="store_true", help="also count system calls per file (strace -c)"
+    )
     args = ap.parse_args()
     if args.output is None:
         args.output = RESULTS.with_name("latest-cold.json") if args.cold else RESULTS
@@ -548,7 +638,13 @@ def main() -> int:
         if now != report["zverify"]:
             print(f"WARNING: zverify changed during the run: now {now}", file=sys.stderr)
             report.setdefault("zverify_changed", []).append({"after": name, **now})  # type: ignore[attr-defined]
+        targets = target_rows(results)
         table = render(name, corpus.description, results)
+        if targets:
+            table += "\n\n" + render_targets(targets)
+        calls = bench_syscalls(src, dst, tools) if args.syscalls else {}
+        if calls:
+            table += "\n\n" + render_syscalls(calls)
         print("\n" + table + "\n", flush=True)
         tables.append(table)
         report["corpora"][name] = {  # type: ignore[index]
@@ -557,6 +653,8 @@ def main() -> int:
             "src": str(src),
             "dst": str(dst),
             "tree": tree_stats(src),
+            "targets": targets,
+            "syscalls_per_file": calls,
             "results": [
                 {
                     "tool": r.tool,
