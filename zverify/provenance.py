@@ -4,7 +4,7 @@ from many hosts) still says where it came from.  Built here only; the renderers 
 under KEY.  The schemas describe it as $defs/producer (zverify/schemas/).
 """
 
-import socket
+import os
 import time
 
 from zverify import __version__
@@ -34,7 +34,9 @@ def producer(finished: bool = True) -> dict[str, str]:
     doc = {
         "tool": TOOL,
         "version": __version__,
-        "host": socket.gethostname(),
+        # gethostname(2) on Linux is uname's nodename: the same name without importing
+        # socket, which cost every run ~1.5 ms of start-up (the CLI loads this module first)
+        "host": os.uname().nodename,
         "started": timestamp(_started),
     }
     if finished:
