@@ -11,6 +11,7 @@ from zverify.compare.policy import PROFILES, ComparePolicy
 if TYPE_CHECKING:
     from zverify.mpi.session import Session
     from zverify.report.compare_json import Write
+    from zverify.report.lists import ListFiles
     from zverify.report.outputs import Rendering
 
 
@@ -129,7 +130,6 @@ def compare(
     from zverify.errors import UsageError
     from zverify.fsinfo import estimate_tree
     from zverify.progress import compare_progress, wanted
-    from zverify.report.lists import ListFiles
     from zverify.report.outputs import Outputs, stdout_writer
     from zverify.trees.compare import compare_trees
     from zverify.trees.options import CompareOptions
@@ -158,8 +158,7 @@ def compare(
     machine = as_json or as_jsonl
     bar = wanted(quiet or no_progress or machine or mpi)  # ranks count only their share
     rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))
-    lists = ListFiles(write_lists, from0, detect_moves) if write_lists else None
-    outputs = Outputs(rendering, lists)
+    outputs = Outputs(rendering, _list_files(write_lists, from0, detect_moves))
 
     estimate = None if not bar or is_manifest_path(src) else estimate_tree(src)
     with compare_progress(bar, estimate, policy.reads_content) as hook:
@@ -179,6 +178,14 @@ def compare(
     if result.unlisted:
         _say_not_found(result.filter.listed_from, result.unlisted)
     return result.exit_code
+
+
+def _list_files(directory: str | None, from0: bool, detect_moves: bool) -> "ListFiles | None":
+    if not directory:
+        return None
+    from zverify.report.lists import ListFiles  # only with --write-lists
+
+    return ListFiles(directory, from0, detect_moves)
 
 
 def _say_not_found(files_from: str | None, paths: list[bytes]) -> None:
@@ -212,11 +219,15 @@ def _no_mpi_job() -> None:
 def _rendering(
     as_json: bool, as_jsonl: bool, quiet: bool, src: str, dst: str, write: "Write"
 ) -> "Rendering":
-    from zverify.report.compare_json import JsonLinesStream, JsonStream
-    from zverify.report.compare_text import TextStream
-
+    # each imported only when chosen: the JSON renderers load json, which text never needs
     if as_json:
+        from zverify.report.compare_json import JsonStream
+
         return JsonStream(write)
     if as_jsonl:
+        from zverify.report.compare_json import JsonLinesStream
+
         return JsonLinesStream(write, src, dst)
+    from zverify.report.compare_text import TextStream
+
     return TextStream(write, verdict_only=quiet)

@@ -8,11 +8,13 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zverify.compare.diffs import Difference
 from zverify.compare.result import CompareResult
-from zverify.report.lists import ListFiles
+
+if TYPE_CHECKING:  # made by the CLI only with --write-lists: a plain run never loads it
+    from zverify.report.lists import ListFiles
 
 FLUSH_EVERY = 1.0  # seconds: a pipe (| tee log) sees differences while the run goes on
 
@@ -43,7 +45,7 @@ class Rendering(Protocol):
 
 
 class Outputs:
-    def __init__(self, rendering: Rendering, lists: ListFiles | None = None) -> None:
+    def __init__(self, rendering: Rendering, lists: "ListFiles | None" = None) -> None:
         self._rendering = rendering
         self._lists = lists
 
