@@ -40,6 +40,7 @@ LAYERS: list[set[str]] = [
 # (importing module, imported module) -> why the import is inside a function.
 ALLOWED_IN_FUNCTIONS = {
     ("zverify.fsinfo", "ctypes"): "start-up: only a chroot without /proc needs statfs/capget",
+    ("zverify.fsinfo", "zverify.zfs"): "start-up: only a tree on ZFS needs its properties",
     ("zverify.hashing", "zverify._zvcore"): "start-up: check_xxh_setting runs before any "
     "command, and blake3_hasher is rare; the C core loads only when used",
     ("zverify.manifest.files", "zstandard"): "optional at run time: only .zst manifests",
@@ -55,6 +56,7 @@ ALLOWED_IN_FUNCTIONS = {
     ("zverify.trees.open", "zverify.manifest.open"): "start-up: two live trees never load "
     "the manifest readers (~20 ms)",
     ("zverify.trees.open", "zverify.manifest.read"): "start-up, as above",
+    ("zverify.trees.open", "zverify.manifest.listing"): "start-up, as above",
     ("zverify.version", "zverify._zvcore"): "--version only",
     ("zverify.version", "zverify.zfs"): "--version only: compare never needs the ZFS side",
     ("zverify.zfs.command", "tempfile"): "start-up: only mounting a snapshot needs it",

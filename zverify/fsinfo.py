@@ -7,8 +7,6 @@ ext4, btrfs and an lz4 ZFS dataset.
 import os
 from dataclasses import dataclass
 
-from zverify.zfs import command as zfs_command
-
 
 @dataclass(frozen=True)
 class FsInfo:
@@ -76,8 +74,11 @@ def filesystem_of(path: str) -> FsInfo:
         if inside and len(mountpoint) >= len(best[0]):
             best = (mountpoint, fstype, source)
     mountpoint, fstype, source = best
-    zfs = zfs_command.dataset_properties(source) if fstype == "zfs" else None
-    return FsInfo(fstype, source, mountpoint, zfs)
+    if fstype != "zfs":
+        return FsInfo(fstype, source, mountpoint)
+    from zverify.zfs import command  # only here: a tree on ZFS is the one that needs it
+
+    return FsInfo(fstype, source, mountpoint, command.dataset_properties(source))
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def unreadable_xattr_namespaces() -> list[str]:
 def _in_initial_user_namespace() -> bool:
     """The initial user namespace maps every uid onto itself: "0 0 4294967295"."""
     try:
-        with open("/proc/self/uid_map", encoding="ascii", errors="replace") as f:
+        with open("/proc/self/uid_map", encoding="utf-8", errors="replace") as f:
             return f.read().split() == ["0", "0", "4294967295"]
     except FileNotFoundError:
         # No /proc (a chroot, an initramfs) or a kernel without user namespaces: the
@@ -131,7 +132,8 @@ def _in_initial_user_namespace() -> bool:
 
 def _has_capability(bit: int) -> bool:
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+        # ASCII, read as UTF-8: its codec is loaded already, ascii's would be one more import
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith("CapEff:"):
                     return bool(int(line.split()[1], 16) >> bit & 1)

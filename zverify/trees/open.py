@@ -8,10 +8,10 @@ from zverify.compare.policy import DiffKind
 from zverify.compare.sides import Side
 from zverify.fsinfo import filesystem_of, unreadable_xattr_namespaces
 from zverify.hashing import Algorithm
-from zverify.manifest.listing import NO_FILESYSTEM, Listing
 from zverify.walk import TreeWalk, WalkOptions
 
 if TYPE_CHECKING:
+    from zverify.manifest.listing import Listing
     from zverify.manifest.read import NativeManifest
 
 
@@ -39,7 +39,8 @@ def remote_side(name: str, path: str, options: WalkOptions) -> Side:
 def manifest_side(name: str, path: str, keep_xattrs: bool, asked: Algorithm | None = None) -> Side:
     """asked: --hash, which a checkfile of 64-hex digests needs when its name does not tell."""
     # imported here: `zverify compare` on two live trees never loads the manifest readers
-    # (~20 ms of start-up, most of it bagit's and mtree's)
+    # (~20 ms of start-up, most of it bagit's and mtree's), not even their common Listing
+    from zverify.manifest.listing import Listing
     from zverify.manifest.open import open_manifest
 
     opened = open_manifest(path, keep_xattrs, asked)
@@ -48,8 +49,10 @@ def manifest_side(name: str, path: str, keep_xattrs: bool, asked: Algorithm | No
     return _native(name, opened, keep_xattrs)
 
 
-def _listed(name: str, path: str, spec: Listing) -> Side:
+def _listed(name: str, path: str, spec: "Listing") -> Side:
     """A side whose entries were all read up front (foreign formats: not sorted, small)."""
+    from zverify.manifest.listing import NO_FILESYSTEM  # loaded by manifest_side already
+
     entries = spec.entries
     return Side(
         name=name,
