@@ -21,7 +21,7 @@ from typing import ClassVar
 import typer
 
 from zverify import corefailure, exitcodes, provenance
-from zverify.cli.lazy import LazyCommand, LazyGroup
+from zverify.cli.lazy import LazyCommand, LazyGroup, end_startup
 from zverify.errors import ZverifyError
 
 
@@ -151,6 +151,7 @@ _ABORT = _exception_classes("Abort")
 def main(argv: list[str] | None = None) -> None:
     code = run(argv)
     _flush_stdout()
+    end_startup()  # if no command ran: the collection at exit then skips start-up's objects
     sys.exit(_end_mpi_job(code))
 
 

@@ -7,6 +7,7 @@ on first use, so a run pays for typer and the one command it invokes.  The summa
 the commands' own first help paragraphs (tests/cli/test_lazy_commands.py keeps them equal).
 """
 
+import gc
 import importlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
@@ -74,7 +75,19 @@ def build_command(name: str, lazy: LazyCommand) -> Any:
     command.name = name
     remember_order(command)  # --include/--exclude order matters, as in rsync
     _upper_case_arguments(command)
+    end_startup()  # the command runs next: however long it runs, with the collector on
     return command
+
+
+def end_startup() -> None:
+    """Resume the garbage collector the console script paused for start-up (zverify/__main__.py),
+    first freezing what start-up made: it lives until exit, so no collection, the last one at
+    exit included, need look at it again.  Called when a command is built, and at exit when none
+    was (--help, --version, a usage error).  A no-op if the collector is on (zverify.cli.run
+    called in a process that did not pause it: the tests)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _upper_case_arguments(command: Any) -> None:

@@ -1,4 +1,5 @@
-"""What `zverify --help` and a plain `zverify compare` import before they do their work.
+"""Start-up of the installed command: what `zverify --help` and a plain `zverify compare`
+import before they do their work, and the garbage collector's pause while they start.
 
 Start-up is most of a small run (bench/startup.py times it against its 60 ms target); each
 module below was taken off that path on purpose, and one top-level import can put it back
@@ -134,3 +135,46 @@ def test_what_compare_defers_it_loads_when_asked(tmp_path: Path, option: str, lo
     run, names = _imported([console_script(), "compare", *argv, *_two_empty_trees(tmp_path)])
     assert run.returncode == 0, run.stderr[-500:]
     assert loaded in names
+
+
+# The console script's own entry point, run by the installed interpreter, with one spy: the
+# collector's state when the command's work starts (compare_trees), or at exit.
+_GC_PROBE = """
+import atexit, gc, sys
+import zverify.trees.compare as trees
+
+seen = []
+real = trees.compare_trees
+
+
+def spy(*args, **kwargs):
+    seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+    return real(*args, **kwargs)
+
+
+trees.compare_trees = spy
+atexit.register(lambda: print("GC", seen or [(gc.isenabled(), gc.get_freeze_count() > 0)]))
+sys.argv = ["zverify", *sys.argv[1:]]
+from zverify.__main__ import main
+
+main()
+"""
+
+
+@needs_installed_command
+@pytest.mark.parametrize("command", ["compare", "--help"])
+def test_the_collector_is_paused_for_start_up_only(tmp_path: Path, command: str) -> None:
+    """zverify/__main__.py turns the garbage collector off while it starts; it must be on
+    again, with start-up's objects frozen, once a command runs (a long compare makes cyclic
+    garbage), and frozen at exit when none ran (so the last collection skips them)."""
+    args = [command, *_two_empty_trees(tmp_path)] if command == "compare" else [command]
+    run = subprocess.run(
+        [_interpreter(console_script()), "-c", _GC_PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env=_env({}),
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-500:]
+    assert run.stdout.splitlines()[-1] == "GC [(True, True)]"  # (collecting, frozen)
