@@ -32,8 +32,9 @@ FIRST_MATCH = "first-match"
 
 # What rsync's --filter would read as rule syntax that --include/--exclude/--exclude-from
 # read as a plain name (modifiers, merge files, -C, '!' negation, long rule names): the user
-# meant one or the other, and zverify will not guess which.
-_RULE_SYNTAX = re.compile(
+# meant one or the other, and zverify will not guess which.  Compiled by re when a rule is
+# first read (and kept in its cache), not at import: a run without rules never needs it.
+_RULE_SYNTAX = (
     rb"[-+],|[-+][/!Csrpxenw]+[ _]|[-+]_|[-+]C\Z|[.:][-+Cenw,]* |![^\n]"
     rb"|(exclude|include|merge|dir-merge|hide|show|protect|risk)(,\S*)? |clear\Z"
     rb"|[HSPR],"
@@ -161,7 +162,7 @@ def _add_rule(rules: list[tuple[str, bytes]], where: str, text: bytes, default: 
         kind, text = text[:1].decode(), text[2:]
         if not text:
             raise UsageError(f"{where}: a rule with no pattern")
-    elif _RULE_SYNTAX.match(text):
+    elif re.match(_RULE_SYNTAX, text):
         raise UsageError(
             f"{where}: rsync filter-rule syntax (modifiers, merge files, -C, '!' negation) is "
             "not supported, and zverify will not guess; to match such a name, put one of its "

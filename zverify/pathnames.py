@@ -76,9 +76,11 @@ def restore(text: str, escaped: bool) -> bytes:
     return bytes(out)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_NEEDS_ESCAPE = re.compile(r"[\x00-\x1f\x7f\\\udc80-\udcff]|^ | $")
-_EDGE_SPACE = re.compile(r"^ +| +$")
+# The patterns of this module are text, compiled by re on first use and kept in its cache:
+# compiled at import, they cost every run ~1 ms of start-up, mostly for names no run meets.
+_CONTROL = r"[\x00-\x1f\x7f]"
+_NEEDS_ESCAPE = r"[\x00-\x1f\x7f\\\udc80-\udcff]|^ | $"
+_EDGE_SPACE = r"^ +| +$"
 
 
 def _control_escape(match: re.Match[str]) -> str:
@@ -95,21 +97,27 @@ def for_terminal(path: bytes) -> str:
     by spaces).  `a\\xff` is then a name with a backslash, `a\xff` one with the byte 0xFF.
     """
     text = path.decode("utf-8", errors="surrogateescape")
-    if not _NEEDS_ESCAPE.search(text):
+    if _plain_ascii(text) or not re.search(_NEEDS_ESCAPE, text):
         return text
     text = escape(path)
-    text = _CONTROL.sub(_control_escape, text)
-    return _EDGE_SPACE.sub(lambda m: m.group(0).replace(" ", "\\x20"), text)
+    text = re.sub(_CONTROL, _control_escape, text)
+    return re.sub(_EDGE_SPACE, lambda m: m.group(0).replace(" ", "\\x20"), text)
+
+
+def _plain_ascii(text: str) -> bool:
+    """What _NEEDS_ESCAPE finds nothing in, for ASCII (printable: no control character): the
+    common name, told without compiling a pattern."""
+    return text.isascii() and text.isprintable() and "\\" not in text and text.strip(" ") == text
 
 
 def one_line(text: str) -> str:
     r"""text with control characters and undecodable bytes (surrogate escapes) as \xHH: one
     line of a report whatever a message holds (a name in it is for_terminal's already;
     this is for the rest, e.g. a directory given in bytes that are not UTF-8)."""
-    return _LINE_BREAKING.sub(_hex_escape, text)
+    return re.sub(_LINE_BREAKING, _hex_escape, text)
 
 
-_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f\udc80-\udcff]")
+_LINE_BREAKING = r"[\x00-\x1f\x7f\udc80-\udcff]"
 
 
 def _hex_escape(match: re.Match[str]) -> str:
@@ -121,25 +129,25 @@ def _hex_escape(match: re.Match[str]) -> str:
 # plain ASCII needing no JSON escape but doubled backslashes, and survives any tool that
 # mangles non-UTF-8 or control bytes.
 _MANIFEST_SAFE = bytes(b for b in range(0x20, 0x7F) if b not in b'"\\')
-_MANIFEST_UNSAFE = re.compile(rb"[^\x20\x21\x23-\x5b\x5d-\x7e]")
-_MANIFEST_ESCAPED = re.compile(r"\\x([0-9a-f]{2})")
-_MANIFEST_VALID = re.compile(r"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\x[0-9a-f]{2})*")
+_MANIFEST_UNSAFE = rb"[^\x20\x21\x23-\x5b\x5d-\x7e]"
+_MANIFEST_ESCAPED = r"\\x([0-9a-f]{2})"
+_MANIFEST_VALID = r"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\x[0-9a-f]{2})*"
 
 
 def for_manifest(data: bytes) -> str:
     """Printable ASCII, with \\xHH for every other byte and for `\\` and `"`."""
     if not data.translate(None, _MANIFEST_SAFE):  # nothing but safe bytes: common and fast
         return data.decode("ascii")
-    return _MANIFEST_UNSAFE.sub(lambda m: b"\\x%02x" % m.group()[0], data).decode("ascii")
+    return re.sub(_MANIFEST_UNSAFE, lambda m: b"\\x%02x" % m.group()[0], data).decode("ascii")
 
 
 def from_manifest(text: str) -> bytes:
     """Inverse of for_manifest(); raises ValueError on text it cannot have written."""
     if "\\" not in text and '"' not in text and text.isascii() and text.isprintable():
         return text.encode("ascii")
-    if _MANIFEST_VALID.fullmatch(text) is None:
+    if re.fullmatch(_MANIFEST_VALID, text) is None:
         raise ValueError(f"not an escaped byte string: {text[:60]!r}")
-    return _MANIFEST_ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text).encode("latin-1")
+    return re.sub(_MANIFEST_ESCAPED, lambda m: chr(int(m.group(1), 16)), text).encode("latin-1")
 
 
 def shown_paths(paths: Sequence[bytes], quoted: bool = False) -> str:
