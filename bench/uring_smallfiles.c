@@ -15,6 +15,8 @@
  *          post-read STATX(AT_EMPTY_PATH) on the fd, linked after it); flistxattr
  *          stays a syscall (there is no IORING_OP_FLISTXATTR); the CLOSEs ride
  *          along with the next batch's first submission;
+ *   uringfs the same with the post-read stat as a plain statx(2) on the fd: io_uring's
+ *          STATX always runs on an io-wq worker thread, a hop per file;
  *   direct the best case io_uring allows: STATX, then OPENAT into a direct
  *          descriptor -> READ -> CLOSE linked in one submission per batch.  It
  *          cannot do the core's checks (xattrs and fstat need a real fd), so it
@@ -54,7 +56,7 @@
 
 #define BLOCK (128 << 10)
 
-enum { MODE_SYNC, MODE_URING, MODE_DIRECT, MODE_LIST, MODE_SYNCPAR, MODE_UWALK };
+enum { MODE_SYNC, MODE_URING, MODE_DIRECT, MODE_LIST, MODE_SYNCPAR, MODE_UWALK, MODE_URINGFS };
 enum { VAR_FULL, VAR_CONTENT, VAR_QUICK };
 
 typedef struct result {
@@ -480,6 +482,9 @@ static unsigned uring_batch(struct io_uring *ring, tree *t, size_t i0, size_t n,
         struct io_uring_sqe *sqe = get_sqe(ring);
         io_uring_prep_read(sqe, sl[k].fd, buf, (unsigned)len, 0);
         sqe->user_data = UD(OP_READ, k);
+        want++;
+        if (g_mode == MODE_URINGFS)
+            continue; /* the post-read stat is a plain syscall below */
         /* the stat must come after the read; HARDLINK: a short read (every small file's,
          * since it asks for one byte more) would cancel the rest of a soft link chain */
         sqe->flags |= IOSQE_IO_HARDLINK;
@@ -487,7 +492,7 @@ static unsigned uring_batch(struct io_uring *ring, tree *t, size_t i0, size_t n,
         io_uring_prep_statx(sqe, sl[k].fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, stat_mask(),
                             &sl[k].after);
         sqe->user_data = UD(OP_STAT2, k);
-        want += 2;
+        want++;
     }
     reap(ring, sl, want, 1);
     unsigned closes = 0;
@@ -498,6 +503,9 @@ static unsigned uring_batch(struct io_uring *ring, tree *t, size_t i0, size_t n,
         hash_slot(t, i0 + k, &sl[k], bufs + k * (BLOCK + 1), h, sl[k].fd);
         if (g_var == VAR_FULL && !r->err)
             list_xattrs(sl[k].fd, r);
+        if (g_mode == MODE_URINGFS && statx(sl[k].fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+                                            stat_mask(), &sl[k].after) < 0)
+            sl[k].stat2_err = errno;
         check_after(r, &sl[k]);
         struct io_uring_sqe *sqe = get_sqe(ring); /* submitted with the next batch */
         io_uring_prep_close(sqe, sl[k].fd);
@@ -693,7 +701,7 @@ static void start(run *r, tree *t)
         if (g_var != VAR_QUICK)
             for (int i = 0; i < g_threads; i++)
                 pthread_create(&r->th[r->nth++], NULL, sync_worker, s);
-    } else if (g_mode != MODE_LIST) {
+    } else if (g_mode != MODE_LIST) { /* uring, uringfs, direct, syncpar */
         r->us.t = t;
         for (int i = 0; i < g_threads; i++)
             pthread_create(&r->th[r->nth++], NULL,
@@ -744,8 +752,8 @@ static void write_digests(const tree *t, FILE *out)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: uring_smallfiles sync|syncpar|uwalk|uring|direct|list full|content|quick THREADS "
-                    "BATCH FADVISE(0|1) DIGESTS(-|path) TREE [TREE2]\n");
+    fprintf(stderr, "usage: uring_smallfiles sync|syncpar|uwalk|uring|uringfs|direct|list "
+                    "full|content|quick THREADS BATCH FADVISE(0|1) DIGESTS(-|path) TREE [TREE2]\n");
     exit(2);
 }
 
@@ -753,10 +761,10 @@ int main(int argc, char **argv)
 {
     if (argc < 8 || argc > 9)
         usage();
-    const char *modes[] = {"sync", "uring", "direct", "list", "syncpar", "uwalk"};
+    const char *modes[] = {"sync", "uring", "direct", "list", "syncpar", "uwalk", "uringfs"};
     const char *vars[] = {"full", "content", "quick"};
     g_mode = g_var = -1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (!strcmp(argv[1], modes[i]))
             g_mode = i;
     for (int i = 0; i < 3; i++)

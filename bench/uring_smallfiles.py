@@ -14,7 +14,9 @@ anything is timed.  Then --runs rounds run every configuration once each, interl
 the table gives the median wall and CPU seconds of the timed pass (the listing is not
 timed), the ratio to sync at the same thread count and variant, and the syscalls per file
 that `strace -c -f` counts over one top-level directory of both trees (the listing's own
-calls subtracted; io_uring's io-wq workers make no syscalls of their own).  Results:
+calls subtracted; io_uring's io-wq workers make no syscalls of their own).  For scale, the
+same rounds time the installed `zverify compare -q` (profile full, content, --quick) of the
+two trees: the share of the whole command that the C file path is.  Results:
 bench/results/uring-latest.json.
 """
 
@@ -28,11 +30,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_vs_peers import corpora, ensure_corpus, environment
+from installed import installed_zverify
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "bench" / "uring_smallfiles.c"
@@ -44,7 +48,7 @@ LIBS = ["-luring", "-lpthread"]
 
 @dataclass(frozen=True)
 class Config:
-    mode: str  # sync, syncpar, uwalk, uring, direct (see uring_smallfiles.c)
+    mode: str  # sync, syncpar, uwalk, uring, uringfs, direct (see uring_smallfiles.c)
     variant: str  # full, content, quick
     threads: int
     batch: int
@@ -94,6 +98,8 @@ def configs(threads: list[int], batches: list[int], variants: list[str]) -> list
             out.append(Config("syncpar", v, t, mid))
             out.append(Config("uwalk", v, t, mid))
             out += [Config("uring", v, t, b) for b in batches]
+            if v != "quick":  # quick has no post-read stat: uringfs would be uring
+                out.append(Config("uringfs", v, t, mid))
             if v == "content":
                 out += [Config("direct", v, t, b) for b in batches]
     return out
@@ -137,6 +143,25 @@ def check_against_xxhsum(listing: bytes, trees: list[Path]) -> None:
         )
         if out.stdout.split()[0] != digest:
             raise SystemExit(f"{rel}: sync says {digest}, xxhsum -H2 says {out.stdout.split()[0]}")
+
+
+ZVERIFY_ARGS = {"full": [], "content": ["--profile", "content"], "quick": ["--quick"]}
+
+
+def run_zverify(script: Path, variant: str, trees: list[Path]) -> dict[str, float]:
+    """One `zverify compare` of the two trees, wall and CPU (children's rusage)."""
+    before = os.times()
+    t0 = time.monotonic()
+    argv = [str(script), "compare", "-q", *ZVERIFY_ARGS[variant], *map(str, trees)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - t0
+    after = os.times()
+    if out.returncode != 0:
+        raise SystemExit(f"zverify {variant}: exit {out.returncode}: {out.stderr.strip()}")
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return {"wall": wall, "cpu": cpu, "load1": os.getloadavg()[0]}
 
 
 def strace_counts(binary: Path, cfg: Config, trees: list[Path]) -> dict[str, int]:
@@ -190,6 +215,17 @@ def render(
     return "\n".join(rows)
 
 
+def render_reference(runs: dict[str, list[dict[str, float]]], variants: list[str]) -> str:
+    rows = [f"zverify {v}" for v in variants if f"zverify {v}" in runs]
+    lines = ["", "", "| installed `zverify compare -q` (default threads) | wall s | CPU s |"]
+    lines.append("|---|---|---|")
+    for row in rows:
+        wall = statistics.median(r["wall"] for r in runs[row])
+        cpu = statistics.median(r["cpu"] for r in runs[row])
+        lines.append(f"| {row.split()[1]} | {wall:.3f} | {cpu:.3f} |")
+    return "\n".join(lines) if rows else ""
+
+
 def syscall_cells(sc: object) -> str:
     """Calls per file without futex, then futex apart: strace's stops make the threads
     wait for each other far more often than they do untraced, so futex is an upper bound."""
@@ -207,6 +243,7 @@ def main() -> int:
     ap.add_argument("--batches", default="32,64,128")
     ap.add_argument("--variants", default="full,content,quick")
     ap.add_argument("--no-strace", action="store_true")
+    ap.add_argument("--no-zverify", action="store_true", help="leave out the reference rows")
     ap.add_argument("--scratch", type=Path, default=Path("/var/tmp/zverify-bench"))
     args = ap.parse_args()
     scratch = args.scratch / ("quick" if args.quick else "full")
@@ -223,11 +260,18 @@ def main() -> int:
         check_digests(binary, cfgs, trees, Path(work))  # also the page-cache warm-up
     calls = {} if args.no_strace else syscalls_per_file(binary, cfgs, trees)
     runs: dict[str, list[dict[str, float]]] = {key(c): [] for c in cfgs}
+    script = None if args.no_zverify else installed_zverify(args.scratch)
+    variants = args.variants.split(",")
     for i in range(args.runs):
         for cfg in cfgs:  # interleaved: drift and background load spread over all
             runs[key(cfg)].append(run_once(binary, cfg, trees))
+        for variant in variants:
+            if script is not None:
+                runs.setdefault(f"zverify {variant}", []).append(
+                    run_zverify(script, variant, trees)
+                )
         print(f"  round {i + 1}/{args.runs} done, load {os.getloadavg()[0]:.2f}", flush=True)
-    table = render(cfgs, runs, calls)
+    table = render(cfgs, runs, calls) + render_reference(runs, variants)
     print("\n" + table + "\n")
     RESULTS.parent.mkdir(exist_ok=True)
     report = {
