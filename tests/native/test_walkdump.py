@@ -291,9 +291,12 @@ def test_tree_has_what_the_walk_must_survive(full: list[str]) -> None:
 
 
 def abandoned_mid_file(got: str, want: str) -> bool:
-    """got is want's file given up by a stopping walk: same stat, no digest, read EINTR."""
+    """got is want's file given up by a stopping walk: same path, kind and size, no digest,
+    read EINTR.  Its data bytes are not compared: a walk stopped inside a hole leaves the
+    file's extent map unfinished, so they are the size (all data), as for any file whose
+    map is unknown."""
     g, w = got.split("\t"), want.split("\t")
-    return g[:4] == w[:4] and g[4] == "-" and g[6].startswith(f"read:{errno.EINTR}:")
+    return g[:3] == w[:3] and g[4] == "-" and g[6].startswith(f"read:{errno.EINTR}:")
 
 
 @pytest.mark.parametrize("threads", ["1", "8"])
