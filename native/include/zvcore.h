@@ -48,7 +48,8 @@ enum zv_kind {
 #define ZV_MAX_EXTENTS 65536 /* data extents kept per file; beyond, only data_bytes */
 
 enum zv_hash_algo {
-    ZV_HASH_NONE = 0,   /* stat, extents and xattrs only */
+    ZV_HASH_NONE = 0,   /* stat and xattrs only: files are not opened (with /proc) and
+                           their extents not mapped (data_bytes is the size) */
     ZV_HASH_XXH3_128 = 1,
     ZV_HASH_BLAKE3 = 2,
     ZV_HASH_SHA256 = 3, /* SHA-2 through OpenSSL's libcrypto (SHA-NI where the CPU has it) */
@@ -100,7 +101,8 @@ typedef struct zv_record {
     uint64_t hole_bytes; /* size - data_bytes */
     uint64_t *extents;   /* data extents of a file with holes, as start,end pairs (end
                             exclusive); NULL when the file has no holes, or more than
-                            ZV_MAX_EXTENTS of them (data_bytes is exact either way) */
+                            ZV_MAX_EXTENTS of them (data_bytes is exact either way, but for
+                            a walk that does not open files: then it is the size) */
     size_t n_extents;
     char *link;          /* symlink target, not NUL-terminated in meaning */
     size_t link_len;

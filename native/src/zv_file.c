@@ -62,17 +62,31 @@ static int hash_zeros(const zv_scanner *sc, uint64_t off, uint64_t len, zv_recor
 /*
  * The first read of a file, when the walk watches the page cache: RWF_NOWAIT fails
  * (EAGAIN) instead of waiting for the disk, which tells a miss from a hit at no extra cost
- * when the data is cached.  A miss, or a filesystem that cannot tell (EOPNOTSUPP), is
- * counted (the walker then asks for read-ahead at open) and the read is made again.
+ * when the data is cached.  A miss is counted (the walker then asks for read-ahead at
+ * open) and the read is made again, blocking; so is any other failure (EOPNOTSUPP: the
+ * filesystem cannot tell; a seccomp filter's EPERM), whose true error, if any, the
+ * blocking read then gives.  *nowait says whether the bytes came from the RWF_NOWAIT read.
  */
-static ssize_t first_read(const zv_scanner *sc, int fd, size_t ask, uint64_t off)
+static ssize_t first_read(const zv_scanner *sc, int fd, size_t ask, uint64_t off, int *nowait)
 {
     struct iovec v = {sc->buf, ask};
     ssize_t got = preadv2(fd, &v, 1, (off_t)off, RWF_NOWAIT);
-    if (got >= 0 || (errno != EAGAIN && errno != EOPNOTSUPP))
+    *nowait = got >= 0;
+    if (got >= 0 || errno == EINTR)
         return got;
     __atomic_add_fetch(sc->cache_misses, 1, __ATOMIC_RELAXED);
     return pread(fd, sc->buf, ask, (off_t)off);
+}
+
+/*
+ * Whether a read that came back short of the probe byte proves the file ends there.  A
+ * blocking read does.  An RWF_NOWAIT read stops short at a page that is not cached, and
+ * the probe byte is on a page of its own when the read ends on a page boundary: then only
+ * probe_end can tell.
+ */
+static int short_read_proves_end(int nowait, uint64_t end)
+{
+    return !nowait || end % (uint64_t)getpagesize() != 0; /* glibc: no system call */
 }
 
 /*
@@ -93,7 +107,8 @@ static int hash_range(const zv_scanner *sc, int fd, uint64_t off, uint64_t end, 
         uint64_t want = end - off;
         size_t n = want < block ? (size_t)want : block;
         size_t ask = n < block && end == r->size ? n + 1 : n;
-        ssize_t got = *first && sc->cache_misses ? first_read(sc, fd, ask, off)
+        int nowait = 0;
+        ssize_t got = *first && sc->cache_misses ? first_read(sc, fd, ask, off, &nowait)
                                                  : pread(fd, sc->buf, ask, (off_t)off);
         *first = 0;
         if (got < 0) {
@@ -110,7 +125,7 @@ static int hash_range(const zv_scanner *sc, int fd, uint64_t off, uint64_t end, 
             r->changed = ZV_CHANGE_SIZE_MISMATCH;
             return -1;
         }
-        if (ask > n)
+        if (ask > n && short_read_proves_end(nowait, off + (uint64_t)got))
             *probed = 1;
         if (sc->hasher)
             zv_hasher_update(sc->hasher, sc->buf, (size_t)got);

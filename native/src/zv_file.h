@@ -27,9 +27,10 @@ void zv_file_scan(const zv_scanner *sc, int fd, zv_record *r);
 
 /*
  * A walk that reads no content does not open regular files (rsync's quick check opens
- * none either): their xattrs are read by xattr_path (l*xattr, no open), then a second stat
- * of name in dirfd proves they belong to the file the record's stat describes.  Holes are
- * not mapped (that needs an fd): data_bytes stays the size.
+ * none either): their xattrs are read by xattr_path (l*xattr, no open), which must name
+ * the file through dirfd (/proc/self/fd/N/name), then a second stat of name in dirfd
+ * proves they belong to the file the record's stat describes.  Holes are not mapped
+ * (that needs an fd): data_bytes stays the size.
  */
 void zv_file_check_path(int dirfd, const char *name, const char *xattr_path, zv_record *r);
 

@@ -388,7 +388,8 @@ static void xattrs_by_name(walk_state *s, int dirfd, const char *name, zv_record
     free(path);
 }
 
-/* A regular file of a walk that reads no content: never opened (zv_file_check_path). */
+/* A regular file of a walk that reads no content, where /proc names it through dirfd:
+ * never opened (zv_file_check_path). */
 static void check_unopened_file(walk_state *s, int dirfd, const char *name, zv_record *r)
 {
     char *path = path_for_xattrs(s, dirfd, name, r);
@@ -580,7 +581,11 @@ static int visit(walk_state *s, const char *name)
     int verdict = excludes(s, &r, r.kind == ZV_KIND_DIR);
     if (verdict != 0)
         return drop(s, &r, verdict);
-    if (r.kind == ZV_KIND_FILE && s->opt->read_content) {
+    /* Without /proc the xattrs would be read by a path from the root, which a rename of
+     * a directory above could point at another file while the second stat, by dirfd,
+     * still sees this one: such walks open the file, as content walks do. */
+    int open_it = s->opt->read_content || (s->opt->read_xattrs && !s->have_proc);
+    if (r.kind == ZV_KIND_FILE && open_it) {
         fd = open_file(s->sink, dirfd, name, &r);
         if (fd == -2) {
             zv_record_free(&r);

@@ -36,8 +36,10 @@
  * Records cross threads in batches, so that the lock is taken (and a sleeper woken)
  * once per batch rather than once per file: a hand-off per record cost ~3 futex calls
  * per file on trees of small files.  The walker stages up to PUBLISH_BATCH records and
- * publishes them together, or sooner when the oldest has waited PUBLISH_AFTER_MS (a slow
- * directory must not starve the workers); a worker claims up to CLAIM_BATCH files, but
+ * publishes them together, sooner when it stages a record PUBLISH_AFTER_MS (coarse clock)
+ * after the oldest, and always before it waits; a slow step between two records (the
+ * listing of a huge directory, a stalled network filesystem) still holds what is staged
+ * until it ends.  A worker claims up to CLAIM_BATCH files, but
  * no more than its share of those waiting and no more than CLAIM_BYTES of them, so a
  * few large files still spread over all workers.
  */
@@ -110,7 +112,9 @@ struct zv_walk {
 
     /* The walker's own: its staged records and the files it has opened.  Files held
      * open = opened - closed, where workers add to closed under the lock (the walker
-     * reads it without, atomically, and takes the lock only to wait). */
+     * reads it without, atomically, and takes the lock only to wait).  A worker reads
+     * opened only when walker_waiting says the walker sleeps on space_cv under the same
+     * lock, so it cannot be changing. */
     zv_staged staged[PUBLISH_BATCH];
     size_t nstaged;
     struct timespec staged_since;
@@ -352,6 +356,10 @@ static size_t claim_batch(struct zv_walk *w, zv_slot **out)
                 bytes += s->rec.size;
             } while (n < share && bytes < CLAIM_BYTES && w->claim < w->tail);
             w->pending -= n;
+            /* A publish of a few files wakes one worker, which takes only its share: pass
+             * the wake-up on, or the rest would wait for the next publish. */
+            if (w->pending > 0 && w->idle_workers > 0)
+                pthread_cond_signal(&w->work_cv);
             return n;
         }
         if (w->walker_done)

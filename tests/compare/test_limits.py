@@ -250,3 +250,33 @@ def test_without_proc_symlinks_and_fifos_are_still_compared(tmp_path: Path) -> N
     expected = subprocess.run(["stat", "-f", "-c", "%T", str(src)], capture_output=True, text=True)
     fs_type = doc["sizes"]["src"]["filesystem"]["type"]
     assert fs_type != "unknown" and fs_type in expected.stdout.replace("ext2/ext3", "ext4")
+
+
+def test_without_proc_quick_opens_files_to_read_their_xattrs(tmp_path: Path) -> None:
+    """A walk that reads no content lists a file's xattrs by /proc/self/fd/N/name, through
+    the directory's descriptor.  Without /proc the only path left starts at the root, and a
+    rename above could point it at another file while the second stat, by descriptor, still
+    saw this one: so there the file is opened and its xattrs read from the descriptor."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    for root in (src, dst):
+        (root / "d").mkdir(parents=True)
+        (root / "d" / "f").write_bytes(b"same")
+        os.utime(root / "d" / "f", ns=(0, 10 * NS))
+        os.utime(root / "d", ns=(0, 10 * NS))
+        os.utime(root, ns=(0, 10 * NS))
+    os.setxattr(src / "d" / "f", "user.zv", b"1")
+    log = tmp_path / "strace.log"
+    hide_proc = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                 'umount -l /proc && exec "$@"', "sh"]  # fmt: skip
+    trace = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(log)]
+    done = subprocess.run(
+        [*hide_proc, *trace, console_script(), "compare", "--quick", "--json", str(src), str(dst)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode not in (0, 1, 2) or not done.stdout:
+        pytest.skip(f"cannot hide /proc and trace here: {done.stderr.strip()}")
+    doc = json.loads(done.stdout)
+    assert done.returncode == 1 and doc["counts"] == {"xattr": 1}, doc
+    opened = [line for line in log.read_text().splitlines() if '"f"' in line]
+    assert len(opened) == 2, opened  # once a side, by name in its directory's descriptor
