@@ -98,9 +98,11 @@ def test_system_calls_per_file_within_budget(
     assert _total(costs) <= budget + 0.1, shown  # + directory listing, in 0.1s of a call
     for name in absent:
         assert costs.get(name, 0) < 0.01, shown
-    # Records cross threads in batches: far below the ~3 futex calls a file of a hand-off
-    # per record; the bound is loose because waits depend on scheduling.
-    assert costs.get("futex", 0) < 0.5, shown
+    # Records cross threads in batches: below the 2.6-4.3 futex calls a file that a hand-off
+    # per record made under strace.  Loose, because waits depend on scheduling, and strace
+    # slows every traced call, so threads wait for each other more than they do untraced
+    # (0.1 a file by perf stat; up to 0.56 seen under strace in a loaded CI run).
+    assert costs.get("futex", 0) < 1.5, shown
 
 
 @needs_installed_command
