@@ -471,7 +471,9 @@ def target_rows(results: list[ToolResult]) -> list[dict[str, object]]:
     for ours, theirs, target in TARGETS:
         if ours in by_name and theirs in by_name:
             ratio = by_name[ours].median / by_name[theirs].median
-            cpu = by_name[ours].median_cpu / by_name[theirs].median_cpu
+            # rsync -an over three large files spends under the clock's 10 ms of CPU
+            peer_cpu = by_name[theirs].median_cpu
+            cpu = by_name[ours].median_cpu / peer_cpu if peer_cpu > 0 else None
             rows.append(
                 {"zverify": ours, "peer": theirs, "ratio": ratio, "cpu_ratio": cpu,
                  "target": target, "met": ratio <= target}
@@ -479,12 +481,16 @@ def target_rows(results: list[ToolResult]) -> list[dict[str, object]]:
     return rows
 
 
+def _ratio_text(ratio: object) -> str:
+    return f"{ratio:6.2f}" if isinstance(ratio, float) else f"{'n/a':>6s}"
+
+
 def render_targets(rows: list[dict[str, object]]) -> str:
     lines = [f"{'zverify / peer (wall)':60s} {'ratio':>6s} {'CPU':>6s} {'target':>7s}  met"]
     for row in rows:
         pair = f"{row['zverify']} / {row['peer']}"
         lines.append(
-            f"{pair:60s} {row['ratio']:6.2f} {row['cpu_ratio']:6.2f} "
+            f"{pair:60s} {row['ratio']:6.2f} {_ratio_text(row['cpu_ratio'])} "
             f"{row['target']:7.2f}  {'yes' if row['met'] else 'NO'}"
         )
     return "\n".join(lines)
