@@ -15,8 +15,9 @@
  * (zverify/sendstream/validate.py); the scanner only needs the framing rules, which
  * do not depend on the stream's structure.
  *
- * Memory is constant in the stream size: one read buffer plus at most
- * `nvlist_max` bytes for a BEGIN payload.  Every length read from the stream
+ * Memory is constant in the stream size: one read buffer (or one mapped
+ * window of a regular file, see zv_stream.c) plus at most `nvlist_max` bytes
+ * for a BEGIN payload.  Every length read from the stream
  * is bounded before it is used.  The scanner never prints and never exits.
  *
  * Threading contract: a zv_stream is used by one thread at a time.
@@ -75,7 +76,9 @@ enum zv_sproblem {
     ZV_SP_CKSUM_END = 8,      /* END's drr_checksum differs from the running checksum */
     ZV_SP_BEGIN_MAGIC = 9,    /* a later BEGIN without the magic in the stream's byte order */
     ZV_SP_TOGUID = 10,        /* a record's drr_toguid != its BEGIN's; detail[0] found, [1] expected */
-    ZV_SP_IO = 11,            /* fatal: read() failed; err_no */
+    ZV_SP_IO = 11,            /* fatal: read() failed, or a page of a mapped file could not
+                                 be read (err_no EIO; detail[0] = 1: the file was cut shorter
+                                 than that page while it was scanned) */
     ZV_SP_NOMEM = 12,         /* a BEGIN payload could not be kept (out of memory): the scan
                                  goes on, but what the payload says cannot be checked */
     ZV_SP_RELAY = 13,         /* fatal: the relay could not hold (ENOMEM) or write (err_no)
@@ -140,6 +143,10 @@ int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out);
  * Scan until the next event and fill *ev (pointers inside stay valid until
  * the next call).  Blocks on read(); a read interrupted by a signal (EINTR)
  * ends the scan with ZV_SP_IO so that the caller can handle the signal.
+ * A regular file is mapped: the first call installs a SIGBUS handler (it
+ * passes every fault outside the scanner's window on to the handler it
+ * replaced), and a file is read() instead whenever another one has taken
+ * SIGBUS since.
  * @return ZV_OK with an event, or ZV_EDONE after the EOF event was returned.
  */
 int zv_stream_next(zv_stream *s, zv_sevent *ev);

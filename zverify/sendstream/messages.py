@@ -50,6 +50,8 @@ def scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
     if ev.code == _zvcore.SP_TOGUID:
         return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
     if ev.code == _zvcore.SP_IO:
+        if d[0]:  # a mapped file that became shorter than what was mapped (zvstream.h)
+            return "io", "read error: the file was cut short while it was being read"
         return "io", f"read error: {os.strerror(ev.errno)}"
     if ev.code == _zvcore.SP_NOMEM:
         return "io", "out of memory for the BEGIN payload: its contents cannot be checked"
