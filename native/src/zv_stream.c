@@ -251,6 +251,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
         return chained.sa_sigaction(sig, si, uc);
     if (chained.sa_handler != SIG_DFL && chained.sa_handler != SIG_IGN)
         return chained.sa_handler(sig);
+    /* Ignored as before, when sent; a fault cannot be ignored (returning would fault again) */
+    if (chained.sa_handler == SIG_IGN && si->si_code <= 0)
+        return;
     /* The default action, as if we had never been installed: the process ends. */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
