@@ -125,6 +125,28 @@ def test_netbsd_mtree_spec_reads_back(tree: Path, copy: Path, tmp_path: Path) ->
     ]
 
 
+def test_a_spec_without_sizes_compares_digests(tree: Path, copy: Path, tmp_path: Path) -> None:
+    """`mtree -c -k type,link,sha256digest` writes no size=: files were read as 0 bytes long, so
+    every file of an exact copy was a content difference (exit 1).  Its digests decide now;
+    --quick, which would compare the sizes it lacks, is refused (exit 2)."""
+    mtree = _need("mtree")
+    made = subprocess.run(
+        [mtree, "-c", "-k", "type,link,sha256digest", "-p", str(tree)], capture_output=True
+    )
+    assert made.returncode == 0, made.stderr.decode()
+    assert b" size=" not in made.stdout and b"sha256" in made.stdout
+    spec = tmp_path / "sizeless.mtree"
+    spec.write_bytes(made.stdout)
+    code, doc = compare(spec, copy, "--profile", "content")
+    assert code == 0, doc["differences"][:3]
+    assert "--quick" in compare_fails(spec, copy, "--profile", "content", "--quick")
+    MUTATIONS["flipped byte"][0](copy)  # same size, other bytes: only a digest tells
+    code, doc = compare(spec, copy, "--profile", "content")
+    assert code == 1 and [(d["path"], d["kind"]) for d in doc["differences"]] == [
+        ("docs/deep/a/b/c/leaf.bin", "content")
+    ]
+
+
 def test_a_spec_without_files_lacks_no_content(tmp_path: Path) -> None:
     """Review 3, L6: a tree of only a symlink and a FIFO has no content to lack; the spec
     was refused under every profile that reads content ("not every file has a digest")."""

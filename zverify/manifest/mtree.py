@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterable, Iterator
 
 from zverify.compare.policy import DiffKind
-from zverify.entry import Entry, Kind
+from zverify.entry import SIZE_NOT_RECORDED, Entry, Kind
 from zverify.hashing import DIGEST_SIZES, Algorithm
 from zverify.manifest.bounds import MAX_DEPTH, MAX_FOREIGN_LINE, MAX_FOREIGN_PATH, bad_name
 from zverify.manifest.listing import Listing, recorded_entry
@@ -227,11 +227,13 @@ def _build(found: dict[bytes, tuple[int, dict[str, str]]]) -> Listing:
         except (ValueError, KeyError) as err:
             raise SpecError(number, f"bad value: {err}") from None
     lacking = _lacking([found[p][1] for p in paths], algorithm)
+    sizes = all("size" in f for f in files)
     summary = (
         f"{len(entries):,} entries, {algorithm or 'no'} digests, "
         "no allocated sizes (its du -B1 counts 0)"
+        + ("" if sizes else ", files without size= (its du counts them as 0 bytes)")
     )
-    return Listing(entries, algorithm, lacking, summary=summary)
+    return Listing(entries, algorithm, lacking, sizes=sizes, summary=summary)
 
 
 def _entry(
@@ -249,7 +251,11 @@ def _entry(
     kind = _KINDS[kw.get("type", "file")]
     nlink = int(kw.get("nlink", "1"))
     ino = -groups.setdefault(kw["inode"], len(groups) + 1) if "inode" in kw else ordinal
-    size = int(kw.get("size", "0"))
+    # a spec made with a keyword list leaving out size= (`mtree -c -k type,link,sha256digest`)
+    # says nothing of sizes: taken as 0, every file would differ from its copy
+    size = int(kw["size"]) if "size" in kw else SIZE_NOT_RECORDED if kind == Kind.FILE else 0
+    if "size" in kw and size < 0:
+        raise ValueError(f"size={kw['size']}")
     digest = None
     if algorithm is not None and kind == Kind.FILE:
         digest = bytes.fromhex(kw[algorithm.value])
@@ -266,7 +272,7 @@ def _entry(
         rdev=_device(kw["device"]) if "device" in kw else 0,
         size=size,
         mtime_ns=_time(kw["time"]) if "time" in kw else 0,
-        data_bytes=size if kind == Kind.FILE else 0,
+        data_bytes=max(size, 0) if kind == Kind.FILE else 0,
         link=unescape_name(kw["link"]) if "link" in kw else None,
         digest=digest,
     )
