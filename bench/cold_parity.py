@@ -127,6 +127,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out = REPO / "bench" / "results" / "cold-parity.json"
+    out.parent.mkdir(parents=True, exist_ok=True)  # not in a fresh clone: results are ignored
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"written to {out.relative_to(REPO)}")
 
