@@ -17,7 +17,7 @@
  * answer, so a file that grows is read as far as read() would.  A mapped
  * page that cannot be read (an I/O error, or the file cut shorter while we
  * read it) raises SIGBUS where read() would have returned an error: the
- * handler below turns a fault inside our window into the same ZV_SP_IO.
+ * guard of zv_mapped.h turns a fault inside our window into the same ZV_SP_IO.
  * A reader thread overlapping read() with the checksum was tried and
  * measured slower on 2-vCPU machines.
  *
@@ -35,9 +35,7 @@
  */
 #define _GNU_SOURCE /* SEEK_DATA */
 #include <errno.h>
-#include <pthread.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -45,6 +43,7 @@
 #include <unistd.h>
 
 #include "zv_fletcher.h"
+#include "zv_mapped.h"
 #include "zvstream.h"
 
 /* Fields in the sender's byte order (swap: it is not this machine's). */
@@ -101,7 +100,7 @@ struct zv_stream {
     int can_map;             /* 0 once mapping failed or the fd is no regular file */
     unsigned char *map;
     size_t map_len;
-    const unsigned char *fault; /* set by on_sigbus: the address that could not be read */
+    zv_guard *guard; /* inside zv_stream_next: where a fault in map jumps to */
 
     /* the relay (zvstream.h): held[hstart..hlen) are the stream bytes [relayed, off) */
     int relay, relay_fd, relay_failed;
@@ -216,81 +215,17 @@ static int relay_flush(zv_stream *s, int all)
     return 0;
 }
 
-/* ---- mapped windows, and the SIGBUS a page that cannot be read raises ---- */
+/* ---- mapped windows (zv_mapped.h) ---- */
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22 /* Linux 5.14; older C libraries do not name it */
-#endif
 #define MAP_WINDOW ((size_t)8 << 20) /* 4-64 MiB measured alike; RSS grows by one window */
 #define MAP_MIN ((off_t)64 << 10)    /* less than this left: read() (and EOF) instead */
-
-/*
- * Set in zv_stream_next for the thread scanning s: a SIGBUS at an address in
- * s's window jumps back there.  initial-exec: the handler must not be the
- * first to touch the variable (a dynamic TLS access may allocate).
- */
-typedef struct guard {
-    sigjmp_buf env;
-    zv_stream *s;
-} guard;
-static __thread guard *guarding __attribute__((tls_model("initial-exec")));
-
-static struct sigaction chained; /* SIGBUS's action before ours, for every other fault */
-static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
-{
-    guard *g = guarding;
-    /* si_code > 0: raised by the kernel for a fault, so si_addr is where */
-    if (g && si->si_code > 0 && g->s->map &&
-        (uintptr_t)si->si_addr - (uintptr_t)g->s->map < g->s->map_len) {
-        g->s->fault = si->si_addr;
-        siglongjmp(g->env, 1);
-    }
-    if (chained.sa_flags & SA_SIGINFO)
-        return chained.sa_sigaction(sig, si, uc);
-    if (chained.sa_handler != SIG_DFL && chained.sa_handler != SIG_IGN)
-        return chained.sa_handler(sig);
-    /* Ignored as before, when sent; a fault cannot be ignored (returning would fault again) */
-    if (chained.sa_handler == SIG_IGN && si->si_code <= 0)
-        return;
-    /* The default action, as if we had never been installed: the process ends. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(sig, &dfl, NULL);
-    raise(sig);
-}
-
-static void install_sigbus(void)
-{
-    struct sigaction ours;
-    memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = on_sigbus;
-    /* NODEFER: the jump leaves the handler without restoring the signal mask */
-    ours.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&ours.sa_mask);
-    if (sigaction(SIGBUS, NULL, &chained) == 0)
-        sigaction(SIGBUS, &ours, NULL);
-}
-
-/*
- * Whether on_sigbus is SIGBUS's handler now.  Installed once; a handler set
- * after ours (Python's faulthandler, say) would see our faults first, so we
- * never map then: read() reports what a mapping could not.
- */
-static int sigbus_ours(void)
-{
-    struct sigaction now;
-    pthread_once(&bus_once, install_sigbus);
-    return sigaction(SIGBUS, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
-           now.sa_sigaction == on_sigbus;
-}
 
 static void unmap_window(zv_stream *s)
 {
     if (!s->map)
         return;
+    if (s->guard)
+        zv_guard_window(s->guard, NULL, 0);
     munmap(s->map, s->map_len);
     s->map = NULL;
     s->map_len = 0;
@@ -308,19 +243,15 @@ static int map_window(zv_stream *s)
 {
     struct stat st;
     off_t pos = lseek(s->fd, 0, SEEK_CUR);
-    if (pos < 0 || fstat(s->fd, &st) < 0 || st.st_size - pos < MAP_MIN || !sigbus_ours())
+    if (pos < 0 || fstat(s->fd, &st) < 0 || st.st_size - pos < MAP_MIN || !zv_guard_ready())
         return 0;
     off_t base = pos & ~(off_t)(sysconf(_SC_PAGESIZE) - 1);
     size_t len = st.st_size - base < (off_t)MAP_WINDOW ? (size_t)(st.st_size - base) : MAP_WINDOW;
-    void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd, base);
-    if (p == MAP_FAILED) {
+    unsigned char *p = zv_map(s->fd, base, len);
+    if (!p) {
         s->can_map = 0;
         return 0;
     }
-    madvise(p, len, MADV_SEQUENTIAL); /* a hint for cold files: read ahead, drop behind */
-    /* One call maps every page instead of a fault per folio (-10% of a hot scan); a page it
-     * cannot read is left to fault, and so to on_sigbus.  Before Linux 5.14: EINVAL, no-op. */
-    madvise(p, len, MADV_POPULATE_READ);
     if (lseek(s->fd, base + (off_t)len, SEEK_SET) < 0) {
         munmap(p, len);
         s->can_map = 0;
@@ -328,8 +259,7 @@ static int map_window(zv_stream *s)
     }
     s->map = p;
     s->map_len = len;
-    /* the handler reads map and map_len: stored before any byte of it is touched */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    zv_guard_window(s->guard, p, len);
     s->cur = s->map + (pos - base);
     s->cpos = 0;
     s->clen = len - (size_t)(pos - base);
@@ -337,7 +267,7 @@ static int map_window(zv_stream *s)
 }
 
 /*
- * After the jump from on_sigbus: a page of the window could not be read.
+ * After the jump from the SIGBUS handler: a page of the window could not be read.
  * The scan ends there with ZV_SP_IO at the stream offset of the fault;
  * detail[0] = 1 when the file is now shorter than that (it was cut while
  * we read it), else err_no = EIO, what read() would have said.
@@ -844,12 +774,14 @@ int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out)
 
 int zv_stream_next(zv_stream *s, zv_sevent *ev)
 {
-    guard g;
-    g.s = s;
+    zv_guard g;
     /* savemask 0: no syscall per call; SA_NODEFER leaves SIGBUS unblocked after the jump */
     if (sigsetjmp(g.env, 0) != 0)
-        window_fault(s, s->fault);
-    guarding = &g;
+        window_fault(s, g.fault);
+    zv_guard_enter(&g);
+    if (s->map) /* a window mapped by an earlier call */
+        zv_guard_window(&g, s->map, s->map_len);
+    s->guard = &g;
     while (s->qlen == 0) {
         if (s->done)
             break;
@@ -859,7 +791,8 @@ int zv_stream_next(zv_stream *s, zv_sevent *ev)
             push(s, ZV_SEV_PROGRESS)->offset = s->off;
         }
     }
-    guarding = NULL;
+    s->guard = NULL;
+    zv_guard_leave();
     if (s->qlen == 0)
         return ZV_EDONE;
     *ev = s->q[s->qhead];
