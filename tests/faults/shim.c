@@ -20,6 +20,10 @@
  *                                named NAME (not a directory), NAME.swap in the same
  *                                directory is renamed over it, so the fd is another file
  *                                than the one the walker stat'ed (logged "fired swap 1")
+ *   ZV_CUT_ON_MAP=NAME           a race: when the core maps a window of a file named NAME
+ *                                that reaches more than a page past the window's start, the
+ *                                file is first cut to end one page into it, as though another
+ *                                process truncated it while it was read (logged "fired cut 1")
  *   ZV_FAULT_LOG=FILE            appended to: "fired KIND N 0xSITE" when a fault is injected
  *                                (SITE: the return address in the core, for addr2line), and
  *                                at exit "count KIND K" for every kind (calls seen from the
@@ -38,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -358,6 +364,29 @@ int openat(int dirfd, const char *name, int flags, ...)
             log_line("fired", "swap", 1, ret);
     }
     return real_openat(dirfd, name, flags, mode);
+}
+
+/*
+ * Forwarded by the system call itself, not a dlsym'd pointer: the interpreter's own
+ * allocator maps memory from the first moment, before (and while) dlsym can run.
+ */
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    const char *cut = fd >= 0 ? getenv("ZV_CUT_ON_MAP") : NULL;
+    const void *ret = __builtin_return_address(0);
+    if (cut && from_core(ret)) {
+        char link[64], path[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, path, sizeof path - 1);
+        struct stat st;
+        if (n > 0 && fstat(fd, &st) == 0 && st.st_size > off + 4096) {
+            path[n] = '\0';
+            const char *base = strrchr(path, '/');
+            if (!strcmp(base ? base + 1 : path, cut) && truncate(path, off + 4096) == 0)
+                log_line("fired", "cut", 1, ret);
+        }
+    }
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
 /* ---- configuration, and the counts at exit ---- */

@@ -76,6 +76,28 @@ def test_a_file_replaced_between_stat_and_open_is_named(harness: Harness, tmp_pa
     assert replaced and "victim" in replaced[0], run.describe()
 
 
+def test_a_file_cut_short_while_mapped_is_named(harness: Harness, tmp_path: Path) -> None:
+    """A cached file is hashed through mapped windows (zv_file.c): a page past the end of a
+    file another process cut short meanwhile raises SIGBUS where pread would have met an
+    early end.  The scan of that file must end as "modified while being read" (exit 2), never
+    as a crash, a digest of what was left, or "identical"."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    data = os.urandom(6 << 20)  # well past the first block and MAP_AT_LEAST: mapped
+    for tree in (src, dst):
+        tree.mkdir()
+        (tree / "victim").write_bytes(data)  # just written: in the page cache
+        (tree / "bystander").write_bytes(b"unchanged\n")
+    run = harness.run(
+        None, "compare", "--no-progress", str(src), str(dst), env_extra={"ZV_CUT_ON_MAP": "victim"}
+    )
+    assert run.fired == ["cut 1"] * 2, run.describe()  # once in each tree
+    assert run.returncode == 2, run.describe()
+    assert "IDENTICAL" not in run.stdout and "DIFFERENT" not in run.stdout, run.describe()
+    modified = [line for line in run.stdout.splitlines() if "modified while being read" in line]
+    assert modified and "victim" in modified[0], run.describe()
+    assert (src / "victim").stat().st_size < len(data)  # the cut happened, under the scan
+
+
 def test_every_failed_allocation_ends_in_exit_2(
     harness: Harness, trees: Trees, clean_run: Run
 ) -> None:
