@@ -114,7 +114,9 @@ static int hash_mapped(const zv_scanner *sc, int fd, uint64_t *off, uint64_t sto
     unsigned char *volatile map = NULL;
     volatile size_t len = 0;
     zv_guard g;
-    if (sigsetjmp(g.env, 0) != 0) {
+    /* savemask 1: the jump restores this thread's signal mask (a handler may be run with
+     * every signal blocked: ThreadSanitizer runs ours so); one system call a large file */
+    if (sigsetjmp(g.env, 1) != 0) {
         zv_guard_leave();
         uint64_t where = base + (uint64_t)(g.fault - g.lo);
         munmap(map, len);

@@ -11,7 +11,7 @@
  * other SIGBUS goes to the action that was in place before.
  *
  *     zv_guard g = {0};
- *     if (sigsetjmp(g.env, 0) != 0) { ...g.fault: unmap, report, return... }
+ *     if (sigsetjmp(g.env, 1) != 0) { ...g.fault: unmap, report, return... }
  *     zv_guard_enter(&g);
  *     ...p = zv_map(...); zv_guard_window(&g, p, len); read p...; zv_guard_window(&g, 0, 0)...
  *     zv_guard_leave();

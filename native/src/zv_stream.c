@@ -775,8 +775,9 @@ int zv_stream_open(int fd, const zv_sopts *opts, zv_stream **out)
 int zv_stream_next(zv_stream *s, zv_sevent *ev)
 {
     zv_guard g;
-    /* savemask 0: no syscall per call; SA_NODEFER leaves SIGBUS unblocked after the jump */
-    if (sigsetjmp(g.env, 0) != 0)
+    /* savemask 1: the jump restores this thread's signal mask (a handler may be run with
+     * every signal blocked: ThreadSanitizer runs ours so); one system call per event */
+    if (sigsetjmp(g.env, 1) != 0)
         window_fault(s, g.fault);
     zv_guard_enter(&g);
     if (s->map) /* a window mapped by an earlier call */
