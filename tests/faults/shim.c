@@ -24,6 +24,11 @@
  *                                that reaches more than a page past the window's start, the
  *                                file is first cut to end one page into it, as though another
  *                                process truncated it while it was read (logged "fired cut 1")
+ *   ZV_EIO_ON_MAP=NAME           a failing disk, as a mapping sees one: the core's maps of a
+ *                                file named NAME get a one-page memfd instead, so the window's
+ *                                second page raises SIGBUS while the file itself is unchanged
+ *                                (logged "fired eio 1" each time).  A stand-in: this kernel
+ *                                has no device-mapper to fail a sector under a filesystem
  *   ZV_FAULT_LOG=FILE            appended to: "fired KIND N 0xSITE" when a fault is injected
  *                                (SITE: the return address in the core, for addr2line), and
  *                                at exit "count KIND K" for every kind (calls seen from the
@@ -42,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -366,6 +372,28 @@ int openat(int dirfd, const char *name, int flags, ...)
     return real_openat(dirfd, name, flags, mode);
 }
 
+/* The path fd was opened by, from /proc: 0 when it cannot be told. */
+static int fd_path(int fd, char *path, size_t size)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, size - 1);
+    if (n <= 0)
+        return 0;
+    path[n] = '\0';
+    return 1;
+}
+
+/* Whether the file open as fd is named name (its last path component). */
+static int named(int fd, const char *name)
+{
+    char path[4096];
+    if (!fd_path(fd, path, sizeof path))
+        return 0;
+    const char *base = strrchr(path, '/');
+    return !strcmp(base ? base + 1 : path, name);
+}
+
 /*
  * Forwarded by the system call itself, not a dlsym'd pointer: the interpreter's own
  * allocator maps memory from the first moment, before (and while) dlsym can run.
@@ -374,16 +402,19 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     const char *cut = fd >= 0 ? getenv("ZV_CUT_ON_MAP") : NULL;
     const void *ret = __builtin_return_address(0);
-    if (cut && from_core(ret)) {
-        char link[64], path[4096];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, path, sizeof path - 1);
-        struct stat st;
-        if (n > 0 && fstat(fd, &st) == 0 && st.st_size > off + 4096) {
-            path[n] = '\0';
-            const char *base = strrchr(path, '/');
-            if (!strcmp(base ? base + 1 : path, cut) && truncate(path, off + 4096) == 0)
-                log_line("fired", "cut", 1, ret);
+    char path[4096];
+    struct stat st;
+    if (cut && from_core(ret) && named(fd, cut) && fd_path(fd, path, sizeof path) &&
+        fstat(fd, &st) == 0 && st.st_size > off + 4096 && truncate(path, off + 4096) == 0)
+        log_line("fired", "cut", 1, ret);
+    const char *eio = fd >= 0 ? getenv("ZV_EIO_ON_MAP") : NULL;
+    if (eio && from_core(ret) && named(fd, eio)) {
+        int page = memfd_create("zv-eio", MFD_CLOEXEC);
+        if (page >= 0 && ftruncate(page, 4096) == 0) {
+            void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, page, 0);
+            close(page);
+            log_line("fired", "eio", 1, ret);
+            return p;
         }
     }
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);

@@ -100,6 +100,34 @@ def test_a_file_cut_short_while_mapped_is_named(harness: Harness, tmp_path: Path
     assert (src / "victim").stat().st_size < len(data)  # the cut happened, under the scan
 
 
+def test_a_page_that_cannot_be_read_while_mapped_is_a_read_error(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """A bad sector under a mapped window: SIGBUS, with the file's size and times unchanged,
+    so nothing but the read error the scan records stands between it and a digest of what
+    was left.  Exit 2, naming the file and the offset of the page, as pread's EIO would.
+    The fault is the shim's stand-in (ZV_EIO_ON_MAP): this kernel has no device-mapper to
+    fail a sector under a filesystem, and FUSE files are never mapped."""
+    skip_unless_cache_hits_tell(tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "victim").write_bytes(os.urandom(6 << 20))
+    subprocess.run(["cp", "-a", str(src), str(tmp_path / "dst")], check=True)
+    run = harness.run(
+        None,
+        "compare",
+        "--no-progress",
+        str(src),
+        str(tmp_path / "dst"),
+        env_extra={"ZV_EIO_ON_MAP": "victim"},
+    )
+    assert run.fired == ["eio 1"] * 2, run.describe()
+    assert run.returncode == 2, run.describe()
+    assert "IDENTICAL" not in run.stdout and "DIFFERENT" not in run.stdout, run.describe()
+    page = (128 << 10) + os.sysconf("SC_PAGE_SIZE")  # the first block is pread, then mapped
+    assert f"victim  SRC: read at byte {page}: Input/output error" in run.stdout, run.describe()
+
+
 def test_every_failed_allocation_ends_in_exit_2(
     harness: Harness, trees: Trees, clean_run: Run
 ) -> None:
