@@ -48,9 +48,9 @@ void zv_guard_leave(void);
 void zv_guard_window(zv_guard *g, const void *lo, size_t len);
 
 /*
- * Map len bytes of fd from base (a multiple of the page size) for reading, every page
- * asked for in one call: NULL when the file cannot be mapped.  A page that cannot be read
- * now is left to fault, in the guarded window.
+ * Map len bytes of fd from base (a multiple of the page size) for reading: NULL when the
+ * file cannot be mapped.  Pages are read as they are touched; one that cannot be read
+ * faults, in the guarded window.
  */
 void *zv_map(int fd, off_t base, size_t len);
 
