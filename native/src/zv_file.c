@@ -6,6 +6,10 @@
  * Holes are hashed as zeros without being read: the digest is that of the
  * file's apparent content, so a sparse file and its filled copy hash equal
  * (their difference is reported as allocation, not content).
+ *
+ * Long because: the two ways of reading bytes (pread with its probe and cache test, mapped
+ * windows) share the extent walk and the record; the xattr half at the end could move to a
+ * file of its own.
  */
 #define _GNU_SOURCE
 #include "zv_file.h"
