@@ -67,3 +67,15 @@ def skip_unless_cache_hits_tell(directory: Path) -> None:
     finally:
         os.close(fd)
         probe.unlink()
+
+
+def drop_from_cache(*paths: Path) -> None:
+    """Write the files back and evict their pages, so that their next read misses the page
+    cache: the core then reads them with pread, block by block, and never maps them."""
+    os.sync()
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)

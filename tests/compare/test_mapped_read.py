@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify
-from tests.compare.helpers import skip_unless_cache_hits_tell
+from tests.compare.helpers import drop_from_cache, skip_unless_cache_hits_tell
 from tests.compare.test_syscall_budget import _syscalls
 
 BLOCK = 128 << 10  # zverify/walk.py READ_BLOCK
@@ -42,16 +42,6 @@ def data() -> bytes:
     return os.urandom(SIZE)
 
 
-def _drop_from_cache(path: Path) -> None:
-    """Evict the file's pages, so that its first read misses the cache (pread path)."""
-    os.sync()
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.parametrize("cache", ["hot", "cold"])
 def test_b3sum_accepts_the_digest_of_a_file_of_several_windows(
     tmp_path: Path, data: bytes, cache: str
@@ -63,7 +53,7 @@ def test_b3sum_accepts_the_digest_of_a_file_of_several_windows(
     tree.mkdir()
     (tree / "big").write_bytes(data)
     if cache == "cold":
-        _drop_from_cache(tree / "big")
+        drop_from_cache(tree / "big")
     listing = tmp_path / "sums.b3"
     made = zverify("manifest", "-q", "--format", "b3sum", str(tree), "-o", str(listing))
     assert made.returncode == 0, made.stderr
@@ -109,8 +99,7 @@ def test_a_cached_file_is_mapped_and_a_cold_one_read(
     (tmp_path / "src" / "big").write_bytes(data)
     subprocess.run(["cp", "-a", str(tmp_path / "src"), str(tmp_path / "dst")], check=True)
     if cache == "cold":
-        for tree in ("src", "dst"):
-            _drop_from_cache(tmp_path / tree / "big")
+        drop_from_cache(tmp_path / "src" / "big", tmp_path / "dst" / "big")
     calls = _syscalls(tmp_path, ["--no-progress"])
     blocks = SIZE // BLOCK
     if cache == "hot":
