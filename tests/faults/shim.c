@@ -384,14 +384,11 @@ static int fd_path(int fd, char *path, size_t size)
     return 1;
 }
 
-/* Whether the file open as fd is named name (its last path component). */
-static int named(int fd, const char *name)
+/* Whether the last component of path is name (NULL: no name was asked for). */
+static int named(const char *path, const char *name)
 {
-    char path[4096];
-    if (!fd_path(fd, path, sizeof path))
-        return 0;
     const char *base = strrchr(path, '/');
-    return !strcmp(base ? base + 1 : path, name);
+    return name && !strcmp(base ? base + 1 : path, name);
 }
 
 /*
@@ -400,15 +397,16 @@ static int named(int fd, const char *name)
  */
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    const char *cut = fd >= 0 ? getenv("ZV_CUT_ON_MAP") : NULL;
     const void *ret = __builtin_return_address(0);
     char path[4096];
     struct stat st;
-    if (cut && from_core(ret) && named(fd, cut) && fd_path(fd, path, sizeof path) &&
-        fstat(fd, &st) == 0 && st.st_size > off + 4096 && truncate(path, off + 4096) == 0)
+    /* a file mapped by the core (the interpreter's anonymous maps go straight on) */
+    int ours = fd >= 0 && (getenv("ZV_CUT_ON_MAP") || getenv("ZV_EIO_ON_MAP")) &&
+               from_core(ret) && fd_path(fd, path, sizeof path);
+    if (ours && named(path, getenv("ZV_CUT_ON_MAP")) && fstat(fd, &st) == 0 &&
+        st.st_size > off + 4096 && truncate(path, off + 4096) == 0)
         log_line("fired", "cut", 1, ret);
-    const char *eio = fd >= 0 ? getenv("ZV_EIO_ON_MAP") : NULL;
-    if (eio && from_core(ret) && named(fd, eio)) {
+    if (ours && named(path, getenv("ZV_EIO_ON_MAP"))) {
         int page = memfd_create("zv-eio", MFD_CLOEXEC);
         if (page >= 0 && ftruncate(page, 4096) == 0) {
             void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, page, 0);
