@@ -30,20 +30,45 @@ def _tree(root: Path, files: int) -> None:
 
 
 def _syscalls(root: Path, args: list[str]) -> dict[str, int]:
+    return _traced(root, args)[0]
+
+
+def _traced(root: Path, args: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """System calls the command made, by name, and how many of them failed."""
     log = root / "strace.txt"
     subprocess.run(
         ["strace", "-f", "-c", "-o", str(log), console_script(), "compare", "--quiet", *args,
          str(root / "src"), str(root / "dst")],
         check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    counts = {}
+    calls, errors = {}, {}
     for line in log.read_text().splitlines():
         fields = line.split()
         # "% time  seconds  usecs/call  calls  [errors]  syscall"
         name = fields[-1] if len(fields) >= 5 and fields[3].isdigit() else "total"
         if name.isidentifier() and name != "total":
-            counts[name] = int(fields[3])
-    return counts
+            calls[name] = int(fields[3])
+            errors[name] = int(fields[4]) if len(fields) == 6 else 0
+    return calls, errors
+
+
+# native/src/zv_walk.c: first reads that miss the page cache, within a window of opens,
+# before the walker turns read-ahead on
+MISSES_TO_PREFETCH = 2
+
+
+def _hot(root: Path, args: list[str]) -> dict[str, int]:
+    """The calls of a run on a hot cache, as the kernel itself reported it: fewer of the run's
+    RWF_NOWAIT first reads (preadv2) failed with EAGAIN than it takes to turn read-ahead on.
+    Pages the kernel evicted or held locked a moment (reclaim, compaction, after memory
+    pressure) miss for real, and read-ahead is then right; such a run is measured again."""
+    misses = []
+    for _ in range(5):
+        calls, errors = _traced(root, args)
+        misses.append(errors.get("preadv2", 0))
+        if misses[-1] < MISSES_TO_PREFETCH:
+            return calls
+    pytest.skip(f"{root}: the kernel answered {misses} first reads of 5 runs as not cached")
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +82,8 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def per_file(trees: tuple[Path, Path], args: list[str]) -> dict[str, float]:
-    """System calls per regular file and side, by name."""
-    costs = _per_file_once(trees, args)
-    if costs.get("fadvise64", 0) >= 0.01:
-        # Read-ahead follows the page cache: two misses in a row on a hot cache (a page
-        # locked for a moment) turn it on for a while.  Seen once, measured again.
-        again = _per_file_once(trees, args)
-        costs = {name: min(n, again.get(name, 0)) for name, n in costs.items()}
-    return costs
-
-
-def _per_file_once(trees: tuple[Path, Path], args: list[str]) -> dict[str, float]:
-    small, large = (_syscalls(root, args) for root in trees)
+    """System calls per regular file and side, by name, on a hot cache."""
+    small, large = (_hot(root, args) for root in trees)
     return {
         name: (large.get(name, 0) - small.get(name, 0)) / (FILES * SIDES)
         for name in set(small) | set(large)
@@ -127,10 +142,11 @@ def _evict(root: Path) -> None:
 @needs_installed_command
 def test_read_ahead_is_asked_for_files_not_in_the_cache(trees: tuple[Path, Path]) -> None:
     """What the hot budget leaves out comes back when it pays: files whose data is not
-    cached are read ahead at open, so that many reads are in flight at once."""
+    cached are read ahead at open, so that many reads are in flight at once; on a hot cache,
+    where a lone first read may still miss, it is never asked for."""
     large, opened = trees[1], 2 * FILES * SIDES
     _evict(large)
     cold = _syscalls(large, ["--profile", "full"])
     assert cold.get("fadvise64", 0) >= 0.75 * opened, cold
-    hot = _syscalls(large, ["--profile", "full"])
-    assert hot.get("fadvise64", 0) <= 0.25 * opened, hot  # 0, but for a rare lone miss
+    hot = _hot(large, ["--profile", "full"])
+    assert hot.get("fadvise64", 0) == 0, hot
