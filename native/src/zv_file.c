@@ -98,8 +98,7 @@ static ssize_t first_read(const zv_scanner *sc, int fd, size_t ask, uint64_t off
  * read it (a change, as an early EOF of pread is), or an I/O error there. */
 static void mapped_fault(int fd, zv_record *r, uint64_t where)
 {
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size <= where)
+    if (zv_cut_before(fd, (off_t)where))
         r->changed = ZV_CHANGE_SIZE_MISMATCH;
     else
         set_error(r, ZV_OP_READ, EIO, (int64_t)where);

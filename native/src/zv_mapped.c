@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /*
  * The guard of the thread that faults.  initial-exec: the handler must not be the first
@@ -100,4 +101,10 @@ void *zv_map(int fd, off_t base, size_t len)
      * before Linux 6.9 it retries a page that cannot be read forever (the walk of a disk
      * with a bad block hung in the VM's 6.1), where a fault raises SIGBUS. */
     return p;
+}
+
+int zv_cut_before(int fd, off_t off)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_size <= off;
 }

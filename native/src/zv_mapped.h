@@ -48,6 +48,13 @@ void zv_guard_leave(void);
 void zv_guard_window(zv_guard *g, const void *lo, size_t len);
 
 /*
+ * After a fault at byte `off` of fd's file: whether the file now ends at or before it, so
+ * it was cut shorter while mapped (a change, as an early EOF of read() is); else the page
+ * could not be read (EIO).  0 when fstat fails.
+ */
+int zv_cut_before(int fd, off_t off);
+
+/*
  * Map len bytes of fd from base (a multiple of the page size) for reading: NULL when the
  * file cannot be mapped.  Pages are read as they are touched; one that cannot be read
  * faults, in the guarded window.

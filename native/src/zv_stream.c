@@ -277,8 +277,7 @@ static void window_fault(zv_stream *s, const unsigned char *addr)
     const unsigned char *at = s->cur + s->cpos; /* stream offset s->off */
     uint64_t where = s->off + (addr > at ? (uint64_t)(addr - at) : 0);
     off_t file_off = lseek(s->fd, 0, SEEK_CUR) - (off_t)(s->map + s->map_len - addr);
-    struct stat st;
-    int cut = fstat(s->fd, &st) == 0 && st.st_size <= file_off;
+    int cut = zv_cut_before(s->fd, file_off);
     unmap_window(s);
     s->can_map = 0;
     s->eof = 1;
