@@ -221,6 +221,7 @@ complete -c zverify -n '__zverify_at \'compare\'' -l mpi -d 'Run as one rank of 
 complete -c zverify -n '__zverify_at \'compare\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'compare\'' -F
 complete -c zverify -n '__zverify_at \'cutover\'' -l recursive -s r -d 'Every descendant too, paired by path'
+complete -c zverify -n '__zverify_at \'cutover\'' -l no-recursive -d 'SRC alone'
 complete -c zverify -n '__zverify_at \'cutover\'' -l content -d 'Read the latest common snapshot on both sides'
 complete -c zverify -n '__zverify_at \'cutover\'' -l snapshots -x -a 'latest all' -d 'latest'
 complete -c zverify -n '__zverify_at \'cutover\'' -l expect -x -d 'An intended value on the replica'

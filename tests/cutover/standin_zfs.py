@@ -3,9 +3,10 @@ file (env ZV_STANDIN_STATE), for the failure and race cases that real ZFS in the
 make on demand (tests/cutover/test_zfs.py covers the real ones).
 
 State: {"datasets": {name: {prop: [value, source]}}, "snapshots": {dataset: [[name, guid,
-txg, userrefs]]}, "written": {"ds@snap": bytes}, "snapshot_later": {dataset: [...]}}:
-snapshot_later replaces a dataset's snapshots from the second listing on (a snapshot taken
-while zverify was checking)."""
+txg, userrefs]]}, "written": {"ds@snap": bytes}, "snapshot_later": {dataset: [...]},
+"datasets_later": {name: {...}}}: snapshot_later replaces a dataset's snapshots from the
+second listing on (a snapshot taken while zverify was checking); datasets_later adds
+datasets to the second listing of names (`zfs list -o name`, a dataset created meanwhile)."""
 
 import json
 import os
@@ -22,6 +23,8 @@ def main(argv: list[str]) -> int:
         return _props(state, root, "-r" in argv)
     if argv[0] == "list" and "snapshot" in argv:
         return _snapshots(state, root, "-r" in argv, _count(path, "list"))
+    if argv[0] == "list" and "filesystem,volume" in argv:
+        return _names(state, root, _count(path, "names"))
     if argv[0] == "get" and argv[-2].startswith("written@"):
         print(state["written"][f"{root}@{argv[-2].partition('@')[2]}"])
         return 0
@@ -41,6 +44,19 @@ def _props(state: dict, root: str, recursive: bool) -> int:
         if _under(name, root, recursive):
             for prop, (value, source) in props.items():
                 print(f"{name}\t{prop}\t{value}\t{source}")
+    return 0
+
+
+def _names(state: dict, root: str, call: int) -> int:
+    datasets = dict(state["datasets"])
+    if call > 1:  # the re-check's listing
+        datasets.update(state.get("datasets_later", {}))
+    if root not in datasets:
+        print(f"cannot open '{root}': dataset does not exist", file=sys.stderr)
+        return 1
+    for name in sorted(datasets):
+        if _under(name, root, True):
+            print(name)
     return 0
 
 

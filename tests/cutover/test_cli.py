@@ -91,3 +91,106 @@ def test_usage_errors_are_exit_2_in_one_line(standin, args):
     standin(STATE)
     r = zverify("cutover", *args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+
+
+# adversarial-4 H1: after the literal pool swap, `cutover olddata data` without -r looked
+# at the pool roots only and said READY, "complete", while children held unreplicated
+# writes and one dataset existed on the old pool only.
+SWAPPED = {
+    "datasets": {
+        "olddata": FS, "olddata/a": FS, "olddata/a/child": FS, "olddata/b": FS,
+        "olddata/b/new": FS, "olddata/vol": {**FS, "type": ["volume", "-"]},
+        "data": FS, "data/a": FS, "data/a/child": FS, "data/b": FS,
+        "data/vol": {**FS, "type": ["volume", "-"]},
+    },
+    "snapshots": {"olddata": [["s1", 111, 10, 0]], "data": [["s1", 111, 4, 0]]},
+    "written": {"olddata@s1": 0, "data@s1": 0},
+}  # fmt: skip
+CHILDREN = ["olddata/a", "olddata/a/child", "olddata/b", "olddata/b/new", "olddata/vol"]
+
+
+def test_without_r_a_source_with_descendants_is_not_ready_and_names_them(standin):
+    standin(SWAPPED)
+    r = zverify("cutover", "olddata", "data")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "READY: the replica is complete" not in r.stdout
+    finding = next(line for line in r.stdout.splitlines() if "descendants-not-checked" in line)
+    assert "5 descendant dataset(s) not checked" in finding
+    assert "olddata/a, olddata/a/child, olddata/b, olddata/b/new, olddata/vol" in finding
+    assert "-r checks them, --no-recursive checks olddata alone" in finding
+    assert (
+        r.stdout.rstrip()
+        .splitlines()[-1]
+        .startswith("NOT READY: 1 reason(s) (descendants-not-checked 1;")
+    )
+    doc = json.loads(zverify("cutover", "--json", "olddata", "data").stdout)
+    assert (doc["ready"], doc["scope"]) == (False, "dataset")
+    assert doc["descendants_unchecked"] == CHILDREN
+    [found] = doc["findings"]
+    assert (found["kind"], found["severity"], found["descendants_total"]) == (
+        "descendants-not-checked",
+        "fail",
+        5,
+    )
+
+
+def test_no_recursive_is_ready_for_the_source_alone_and_never_says_complete(standin):
+    standin(SWAPPED)
+    r = zverify("cutover", "--no-recursive", "olddata", "data")
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("READY for olddata alone; 5 descendant dataset(s) not checked")
+    assert "complete" not in r.stdout
+    doc = json.loads(zverify("cutover", "--json", "--no-recursive", "olddata", "data").stdout)
+    assert (doc["ready"], doc["scope"]) == (True, "dataset")
+    assert doc["descendants_unchecked"] == CHILDREN
+    assert [(f["kind"], f["severity"]) for f in doc["findings"]] == [
+        ("descendants-not-checked", "note")
+    ]
+
+
+def test_a_dataset_with_children_below_the_pool_root_is_treated_the_same(standin):
+    standin(
+        {
+            **SWAPPED,
+            "snapshots": {"olddata/a": [["s1", 7, 10, 0]], "data/a": [["s1", 7, 4, 0]]},
+            "written": {"olddata/a@s1": 0, "data/a@s1": 0},
+        }
+    )
+    r = zverify("cutover", "--json", "olddata/a", "data/a")
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["descendants_unchecked"] == ["olddata/a/child"]
+    assert zverify("cutover", "--no-recursive", "olddata/a", "data/a").returncode == 0
+
+
+def test_a_source_without_descendants_is_complete_without_r(standin):
+    standin(SWAPPED)
+    r = zverify("cutover", "--json", "olddata/b/new", "data/a/child")
+    assert r.returncode == 1  # no common snapshot: but nothing about descendants
+    doc = json.loads(r.stdout)
+    assert (doc["scope"], doc["descendants_unchecked"]) == ("tree", [])
+    assert "descendants-not-checked" not in {f["kind"] for f in doc["findings"]}
+
+
+def test_a_replica_inside_the_source_is_not_one_of_its_unchecked_descendants(standin):
+    state = {
+        "datasets": {"p": FS, "p/copy": FS, "p/copy/x": FS},
+        "snapshots": {"p": [["s1", 111, 10, 0]], "p/copy": [["s1", 111, 4, 0]]},
+        "written": {"p@s1": 0, "p/copy@s1": 0},
+    }
+    standin(state)
+    doc = json.loads(zverify("cutover", "--json", "p", "p/copy").stdout)
+    assert doc["ready"] is True and doc["descendants_unchecked"] == []
+
+
+def test_a_descendant_created_during_the_check_makes_it_unverified(standin):
+    standin({**SWAPPED, "datasets_later": {"olddata/c": FS}})
+    r = zverify("cutover", "--no-recursive", "olddata", "data")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "descendant datasets were created, destroyed or renamed" in r.stdout
+
+
+def test_r_and_no_recursive_together_are_a_usage_error(standin):
+    standin(SWAPPED)
+    r = zverify("cutover", "-r", "--no-recursive", "olddata", "data")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr

@@ -14,6 +14,14 @@ def cutover(
     recursive: Annotated[
         bool, typer.Option("--recursive", "-r", help="Every descendant too, paired by path.")
     ] = False,
+    no_recursive: Annotated[
+        bool,
+        typer.Option(
+            "--no-recursive",
+            help="SRC alone: READY may then leave its descendants unchecked (without -r or "
+            "this, a SRC with descendants is NOT READY).",
+        ),
+    ] = False,
     content: Annotated[
         bool, typer.Option("--content", help="Read the latest common snapshot on both sides.")
     ] = False,
@@ -37,15 +45,19 @@ def cutover(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     """Check a replica before the cutover: exit 0 READY, 1 NOT READY (every reason listed),
-    2 could not check.  Read-only."""
+    2 could not check.  Read-only.  Without -r, a SRC with descendant datasets is NOT READY
+    (they were not checked) unless --no-recursive says SRC alone is meant."""
     from zverify.cutover.gather import CutoverOptions, check_cutover
     from zverify.progress import compare_progress, wanted
     from zverify.report import cutover as report
 
+    if recursive and no_recursive:
+        raise UsageError("-r and --no-recursive contradict each other: give one")
     if snapshots not in ("latest", "all"):
         raise UsageError(f"--snapshots must be latest or all, not {snapshots!r}")
     options = CutoverOptions(
         recursive=recursive,
+        alone=no_recursive,
         content=content,
         strict=strict,
         all_snapshots=snapshots == "all",

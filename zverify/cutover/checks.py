@@ -11,6 +11,7 @@ from zverify.cutover.snapshots import Common
 from zverify.zfs.inventory import Dataset, Snap
 
 SHOWN = 10  # changed paths listed in one finding
+SHOWN_DESCENDANTS = 5  # dataset names listed in one finding
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,24 @@ def pair_datasets(
         if rel not in src_rels
     ]
     return pairs, found
+
+
+def unchecked_descendants(src: str, names: Sequence[str], alone: bool) -> list[Finding]:
+    """Without -r only SRC is checked, but the question asked before `zpool destroy` or
+    `zfs destroy -r SRC` is about everything under it: descendants left out make it NOT
+    READY, unless --no-recursive said that SRC alone is meant (then a note)."""
+    if not names:
+        return []
+    shown = listed(list(names), SHOWN_DESCENDANTS, ", ")
+    details = {"descendants": list(names[:SHOWN_DESCENDANTS]), "descendants_total": len(names)}
+    if alone:
+        message = f"{len(names)} descendant dataset(s) not checked (--no-recursive): {shown}"
+        return [Finding("descendants-not-checked", Severity.NOTE, src, message, details)]
+    message = (
+        f"{len(names)} descendant dataset(s) not checked: {shown}; -r checks them, "
+        f"--no-recursive checks {src} alone"
+    )
+    return [Finding("descendants-not-checked", Severity.FAIL, src, message, details)]
 
 
 def _missing(p: Pair, dst_root: str) -> Finding:

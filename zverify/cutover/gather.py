@@ -23,6 +23,7 @@ STATE_PROPERTIES = ("type", "receive_resume_token", "keystatus", "encryptionroot
 @dataclass(frozen=True)
 class CutoverOptions:
     recursive: bool = False
+    alone: bool = False  # --no-recursive: SRC alone, its descendants knowingly left out
     content: bool = False
     strict: bool = False  # an extra dataset on the destination fails
     all_snapshots: bool = False  # every source snapshot must be on the replica
@@ -51,13 +52,40 @@ def check_cutover(
     _refuse_overlap(src, dst, options.recursive)
     _flush(src, dst)
     sides = (_Side.read(src, options.recursive), _Side.read(dst, options.recursive))
+    unchecked = [] if options.recursive else _unchecked_descendants(src, dst)
     pairs, tree_findings = checks.pair_datasets(
         sides[0].datasets, sides[1].datasets, (src, dst), options.strict
     )
     results = [_check_pair(p, sides, options, tree_findings, progress) for p in pairs]
     other = [f for f in tree_findings if f.dataset not in {p.src.name for p in pairs}]
+    other += checks.unchecked_descendants(src, unchecked, options.alone)
     other += _recheck(sides, results, options.recursive)
-    return CutoverResult(src, dst, options.recursive, options.content, results, other)
+    other += _moved_descendants(src, dst, unchecked, options.recursive)
+    return CutoverResult(src, dst, options.recursive, options.content, results, other, unchecked)
+
+
+def _unchecked_descendants(src: str, dst: str) -> list[str]:
+    """SRC's descendants, which a check without -r does not look at (the replica itself and
+    what lies below it excluded, when DST is inside SRC)."""
+    return [
+        name
+        for name in inventory.descendants(src)
+        if name != dst and not name.startswith(dst + "/")
+    ]
+
+
+def _moved_descendants(src: str, dst: str, before: list[str], recursive: bool) -> list[Finding]:
+    """Without -r, the descendants are read again too: a dataset created during the check
+    would otherwise go unmentioned by a verdict about SRC's whole tree."""
+    if recursive:
+        return []
+    try:
+        after = _unchecked_descendants(src, dst)
+    except ZfsError as err:
+        return [_moved(src, f"its descendants could not be listed again: {err}")]
+    if after == before:
+        return []
+    return [_moved(src, "descendant datasets were created, destroyed or renamed")]
 
 
 def _flush(*datasets: str) -> None:

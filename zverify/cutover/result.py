@@ -38,6 +38,8 @@ class CutoverResult:
     content: bool
     datasets: list[DatasetResult]
     other: list[Finding]  # about no single source dataset (extra datasets, the re-check)
+    # SRC's descendants that were not checked (no -r); empty with -r
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:

@@ -72,6 +72,12 @@ def _verdict(result: CutoverResult) -> str:
         return f"UNVERIFIED: {unverified} check(s) could not be made ({scope}){also}"
     if counted:
         return f"NOT READY: {sum(counted.values())} reason(s) ({kinds}; {scope}){also}"
+    if result.unchecked:
+        # --no-recursive: ready for SRC only; never "complete", which is read as the tree
+        return (
+            f"READY for {result.src_root} alone; {len(result.unchecked)} descendant "
+            f"dataset(s) not checked (-r checks them) ({scope}){also}"
+        )
     return f"READY: the replica is complete, current and faithful ({scope}){also}"
 
 
@@ -82,6 +88,8 @@ def render_json(result: CutoverResult) -> str:
         "src": result.src_root,
         "dst": result.dst_root,
         "recursive": result.recursive,
+        "scope": "tree" if result.recursive or not result.unchecked else "dataset",
+        "descendants_unchecked": result.unchecked,
         "content": result.content,
         "ready": result.ready,
         "exit_code": result.exit_code,

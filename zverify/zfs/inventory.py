@@ -88,6 +88,13 @@ def datasets(root: str, recursive: bool) -> list[Dataset]:
     return list(found.values())
 
 
+def descendants(root: str) -> list[str]:
+    """The names of every filesystem and volume below root (not root itself), parents
+    before children.  Raises ZfsError when root cannot be listed."""
+    out = command.run("list", "-H", "-r", "-t", "filesystem,volume", "-o", "name", root)
+    return [name for name in out.splitlines() if name and name != root]
+
+
 def snapshots_below(root: str, recursive: bool) -> dict[str, list[Snap]]:
     """{dataset: its snapshots oldest first (by createtxg), with their user hold counts} for
     root (and with recursive, every dataset below it).  One `zfs list` for the whole tree."""
