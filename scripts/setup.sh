@@ -10,7 +10,8 @@ APT_PACKAGES=(
     libssl-dev                           # ... and SHA-256/SHA-512 (OpenSSL's libcrypto)
     patchelf                             # scripts/wheel.sh: auditwheel repair checks for it
     rsync tar coreutils attr acl         # real copies and metadata tools in tests
-    strace                               # tests: which files a walk opens and reads
+    strace                               # tests: which files a walk opens and reads; kills at a syscall
+    faketime                             # tests: a scrub run while the clock was years ahead
     e2fsprogs xfsprogs btrfs-progs       # loop-mounted filesystem images in tests
     hashdeep rclone b3sum xxhash time    # peers measured side by side in bench/
     mtree-netbsd libarchive-tools        # mtree specs: exported, read back, benchmarked

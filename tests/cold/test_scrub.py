@@ -261,6 +261,11 @@ def test_the_prometheus_file_says_how_old_the_oldest_proof_is(tmp_path: Path) ->
         ("--max-bytes", "0"),
         ("--max-duration", "-1"),
         ("--max-duration", "soon"),
+        # adversarial-4 L3: no proof would ever be due again, or every one at once
+        ("--max-age", "nan"),
+        ("--max-age", "inf"),
+        ("--max-age", "1e400"),
+        ("--max-age", "-1"),
     ],
 )
 def test_a_budget_that_means_nothing_is_a_usage_error(

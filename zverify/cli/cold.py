@@ -204,11 +204,10 @@ def scrub(
         ),
     ] = None,
     max_age: Annotated[
-        float | None,
+        str | None,
         typer.Option(
             "--max-age",
             metavar="DAYS",
-            min=0,
             show_default=False,
             help="Skip files proven less than DAYS ago; older proofs count as unproven.",
         ),
@@ -242,7 +241,7 @@ def scrub(
     budget = scrubbing.Budget(
         _bytes_option(max_bytes),
         _duration_option(max_duration),
-        None if max_age is None else max_age * 86400,
+        _age_option(max_age),
     )
     store = _store(directories, recursive, endpoint_url)
     bars = _bars(quiet or no_progress or as_json)
@@ -282,6 +281,21 @@ def _duration_option(text: str | None) -> float | None:
         ) from None
     if not 0 < seconds < math.inf:
         raise UsageError(f"--max-duration {text!r}: a positive duration")
+    return seconds
+
+
+def _age_option(text: str | None) -> float | None:
+    """--max-age DAYS, in seconds: 0 (every proof is due) or more, never nan nor infinite
+    (either would make no proof ever due again)."""
+    if text is None:
+        return None
+    try:
+        days = float(text)
+    except ValueError:
+        raise UsageError(f"--max-age {text!r}: a number of days") from None
+    seconds = days * 86400
+    if not 0 <= seconds < math.inf:  # as --max-duration: nan fails every comparison
+        raise UsageError(f"--max-age {text!r}: a number of days, 0 or more")
     return seconds
 
 

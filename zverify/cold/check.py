@@ -72,6 +72,7 @@ class FileReport:
     archived: ArchivedFile | None = None  # set when the whole file is an intact stream
     problems: list[Problem] = field(default_factory=list)
     identity: FileStamp | None = None  # the file that was read (regular files)
+    ctime_ns: int | None = None  # its change time as listed before the read (for the ledger)
     in_progress: str | None = None  # a .partial a running send holds: who, in words
     parity: Parity | None = None  # the stream's parity files, when it has any
     compression: str | None = None  # zstd, gzip, xz, lz4: size is then the stream's bytes
@@ -365,7 +366,7 @@ def _check_stream(
         out.problems.append(Problem(name, "damaged", str(err)))
         return out
     out = _file_report(name, report)
-    out.identity = after
+    out.identity, out.ctime_ns = after, st.st_ctime_ns
     if out.identity != FileStamp.of(st):
         # what was read may be a mix of two versions: no verdict on this file
         out.archived, out.readable = None, False

@@ -5,20 +5,37 @@ directory (NAME, beside the lock files) or anywhere else (`--ledger PATH`: a rea
 archive, a bucket).  Each line carries `prev`, the SHA-256 of the previous line's bytes
 (its newline included; 64 zeros on the first), so a line edited, reordered or removed in
 the middle breaks the chain at the line after it.  Lines removed from the end break no
-chain: the head file (HEAD, beside the ledger: {"lines": N, "last": SHA-256 of line N}) is
-replaced atomically after each append, and the ledger may be one line ahead of its head (a
-SIGKILL between the two writes), never behind it, nor two ahead.
+chain: the head file (HEAD, beside the ledger: {"lines": N, "last": SHA-256 of line N})
+says how far the ledger surely goes.  An append, under the ledger's lock, first replaces
+the head with one that also names the append it is about to make ({"appending": {"lines":
+N + k, "last": SHA-256 of line N + k}}), then appends and fsyncs the k lines, then replaces
+the head with the new count.  So the ledger is never behind its head, and never ahead of it
+by more than the one append it names: a SIGKILL at any point, however many times in a row,
+leaves a ledger every reader accepts, and the next append starts from a head that counts
+every line it proved.  A head without "appending" (as heads were written before they named
+their append) may still be one line behind.  Temporary heads left by a kill
+(HEAD.PID.tmp) are removed by the next append, under the lock.
 
 A torn last line (bytes after the last newline: an append killed mid-write) is reported
 (`torn`) and is not a tampering: the head never counted it.  The next append cuts it off
 before writing, under the ledger's lock: its proof is lost and is simply made again.
 
+A record says which bytes it proved: the archive (archive_of() in zverify.cold.scrub: the
+directory's real path and device, or the bucket's URL), and the file as it was listed before
+it was read (device, inode, modification and change times in ns; a bucket object's ETag and
+version id).  A proof stands only for that file of that archive: a ledger shared by two
+archives keeps each one's proofs apart (Ledger.open(path, archive)), and a record without
+them (written before they were recorded) proves nothing any more.
+
 Appends use O_APPEND and fsync, under an exclusive flock(2) of the ledger file itself (a
 check and a scrub may record at once); a writer first reads what others appended since
-and proves it too.  Anyone who can rewrite both files can forge a consistent ledger: the
-chain shows damage and careless edits, not a determined forger (sign the head for that).
+and proves it too.  Every line and the head are read with zverify.boundedjson and checked
+field by field: whatever they hold, a reader raises Tampered naming the file and line,
+never crashes.  Anyone who can rewrite both files can forge a consistent ledger: the chain
+shows damage and careless edits, not a determined forger (sign the head for that).
 """
 
+import contextlib
 import datetime
 import errno
 import fcntl
@@ -30,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from zverify import __version__
+from zverify import __version__, boundedjson
 from zverify.cold.workdir import fsync_dir
 from zverify.errors import ColdError
 
@@ -40,7 +57,6 @@ FILES = (NAME, HEAD)
 GENESIS = "0" * 64
 METHODS = ("send", "check", "scrub", "restore", "prune", "repair")
 RESULTS = ("proven", "damaged", "unreadable", "problem")
-_FIELDS = ("file", "size", "dataset", "from_guid", "to_guid", "digest", "method", "result")
 _MAX_HEAD = 4096
 
 
@@ -61,10 +77,30 @@ class LedgerRecord:
     time: str  # ISO 8601, UTC
     version: str = __version__
     prev: str = GENESIS
+    # what the proof is of (see the module's docstring); None on lines written before they
+    # were recorded, which prove nothing any more
+    archive: str | None = None  # zverify.cold.scrub.archive_of()
+    dev: int | None = None  # the file as listed before it was read: st_dev, st_ino, ...
+    ino: int | None = None  # (a bucket object's: 0, a hash of its ETag and version id, ...)
+    mtime_ns: int | None = None
+    ctime_ns: int | None = None  # (... and its LastModified for both times)
 
     @property
     def when(self) -> datetime.datetime:
         return datetime.datetime.fromisoformat(self.time)
+
+    @property
+    def stamp(self) -> tuple[int, int, int, int, int] | None:
+        """(dev, ino, size, mtime_ns, ctime_ns) of the file proven; None when not recorded."""
+        dev, ino, mtime_ns, ctime_ns = self.dev, self.ino, self.mtime_ns, self.ctime_ns
+        if dev is None or ino is None or mtime_ns is None or ctime_ns is None:
+            return None
+        return (dev, ino, self.size, mtime_ns, ctime_ns)
+
+
+_IDENTITY = ("archive", "dev", "ino", "mtime_ns", "ctime_ns")
+_ALL = frozenset(LedgerRecord.__dataclass_fields__)
+_BEFORE_IDENTITY = _ALL - frozenset(_IDENTITY)  # a line written before they were recorded
 
 
 def is_ledger_name(name: str) -> bool:
@@ -87,22 +123,27 @@ def head_path(path: str) -> str:
 
 
 class Ledger:
-    """A ledger read and proven whole (open()); append() adds records to it."""
+    """A ledger read and proven whole (open()); append() adds records to it.  With an
+    archive, latest() and last_proven() are of that archive's records (and of lines that
+    name none), and append() names it in each record."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, archive: str | None = None) -> None:
         self.path = path
         self.head = head_path(path)
+        self.archive = archive
         self.records: list[LedgerRecord] = []
         self.hashes: list[str] = []  # SHA-256 of each whole line
         self.good = 0  # bytes up to the end of the last whole line
         self.torn = 0  # bytes after it (an append killed mid-line)
         self.was_torn = False  # a torn tail was found (and is cut off by the next append)
+        self._swept = False  # temporary heads left by kills removed (once, by an append)
 
     @classmethod
-    def open(cls, path: str) -> "Ledger":
-        """Read and prove the ledger at path (none there: an empty one).  Raises Tampered
-        naming the line, ColdError when it cannot be read."""
-        ledger = cls(path)
+    def open(cls, path: str, archive: str | None = None) -> "Ledger":
+        """Read and prove the ledger at path (none there: an empty one), for the archive
+        named (see Ledger).  Raises Tampered naming the line, ColdError when it cannot be
+        read."""
+        ledger = cls(path, archive)
         fd = _open_read(path)
         if fd is None:
             ledger._prove(b"")
@@ -119,12 +160,20 @@ class Ledger:
         return self.hashes[-1] if self.hashes else GENESIS
 
     def latest(self) -> dict[str, LedgerRecord]:
-        """Each file's last record."""
-        return {r.file: r for r in self.records}
+        """Each file's last record (of this archive)."""
+        return {r.file: r for r in self._of_archive()}
 
     def last_proven(self) -> dict[str, LedgerRecord]:
-        """Each file's last record that proved it."""
-        return {r.file: r for r in self.records if r.result == "proven"}
+        """Each file's last record (of this archive) that proved it."""
+        return {r.file: r for r in self._of_archive() if r.result == "proven"}
+
+    def _of_archive(self) -> list[LedgerRecord]:
+        """Another archive's proofs are never this one's: a file of the same name there is
+        another file.  A line naming no archive is kept (its result still says "read it
+        first" when it failed); it proves nothing (no identity: see zverify.cold.scrub)."""
+        if self.archive is None:
+            return self.records
+        return [r for r in self.records if r.archive in (None, self.archive)]
 
     def summary(self) -> str:
         files = len(self.latest())
@@ -149,16 +198,26 @@ class Ledger:
         try:
             _lock(fd, self.path, fcntl.LOCK_EX)
             self._catch_up(fd)
+            if not self._swept:
+                _sweep_temporary_heads(self.head)
+                self._swept = True
+            proven, proven_last = len(self.records), self.last
             lines = b""
             for r in records:
-                line = _line(r, self.last)
+                mine = replace(r, prev=self.last, archive=r.archive or self.archive)
+                line = _line(mine)
                 lines += line
-                self.records.append(replace(r, prev=self.last))
+                self.records.append(mine)
                 self.hashes.append(hashlib.sha256(line).hexdigest())
+            # the head first names this append (and counts every line proven so far, one
+            # a killed append left ahead of it too): a kill anywhere below leaves a ledger
+            # that every reader accepts, however many times in a row
+            appending = {"lines": len(self.records), "last": self.last}
+            _write_head(self.head, {"lines": proven, "last": proven_last, "appending": appending})
             _io("writing", self.path, _write_all, fd, lines)
             _io("fsync of", self.path, os.fsync, fd)
             self.good += len(lines)
-            _write_head(self.head, len(self.records), self.last)
+            _write_head(self.head, {"lines": len(self.records), "last": self.last})
         finally:
             os.close(fd)  # drops the lock
 
@@ -189,18 +248,19 @@ class Ledger:
         _check_head(self.path, self.head, [GENESIS, *self.hashes])
 
 
-def _line(r: LedgerRecord, prev: str) -> bytes:
-    doc = {**asdict(r), "prev": prev}
-    return (json.dumps(doc, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+def _line(r: LedgerRecord) -> bytes:
+    return (json.dumps(asdict(r), separators=(",", ":"), ensure_ascii=True) + "\n").encode()
 
 
 def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
     where = f"{path}: line {number}"
     try:
-        doc = json.loads(line)
-    except ValueError:
+        doc = boundedjson.loads(line)
+    except boundedjson.TooDeep:
+        raise Tampered(f"{where}: JSON nested too deeply: not a ledger record (edited?)") from None
+    except ValueError:  # UnicodeDecodeError too
         raise Tampered(f"{where}: not a JSON record (edited?)") from None
-    if not isinstance(doc, dict) or set(doc) != {f for f in LedgerRecord.__dataclass_fields__}:
+    if not isinstance(doc, dict) or set(doc) not in (_ALL, _BEFORE_IDENTITY):
         raise Tampered(f"{where}: not a ledger record (fields edited?)")
     if doc["prev"] != prev:
         raise Tampered(
@@ -216,18 +276,20 @@ def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
 
 
 _TEXT = ("file", "method", "result", "time", "version", "prev")
-_TEXT_OR_NULL = ("dataset", "from_guid", "to_guid", "digest")
+_TEXT_OR_NULL = ("dataset", "from_guid", "to_guid", "digest", "archive")
+_COUNT_OR_NULL = ("dev", "ino", "mtime_ns", "ctime_ns")
 
 
 def _well_typed(doc: dict[str, Any]) -> bool:
     """What an append writes: a consistent forgery of other types must not crash a reader
-    (a time without its zone cannot be compared with now)."""
-    size = doc["size"]
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+    (a time without its zone cannot be compared with now).  doc may lack the identity."""
+    if not _count(doc["size"]):
         return False
     if not all(isinstance(doc[k], str) for k in _TEXT):
         return False
-    if not all(doc[k] is None or isinstance(doc[k], str) for k in _TEXT_OR_NULL):
+    if not all(doc.get(k) is None or isinstance(doc[k], str) for k in _TEXT_OR_NULL):
+        return False
+    if not all(doc.get(k) is None or _count(doc[k]) for k in _COUNT_OR_NULL):
         return False
     try:
         when = datetime.datetime.fromisoformat(doc["time"])
@@ -236,9 +298,14 @@ def _well_typed(doc: dict[str, Any]) -> bool:
     return when.tzinfo is not None
 
 
+def _count(value: Any) -> bool:
+    """An int >= 0, as appends write them (not a float such as 1e400, not true)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _check_head(path: str, head: str, chain: list[str]) -> None:
-    """The head must count every whole line, or all but the last one (see the docstring).
-    chain: GENESIS, then the hash of each line."""
+    """The ledger must hold every line its head counts, and no more than the append the
+    head names (see the module's docstring).  chain: GENESIS, then the hash of each line."""
     lines = len(chain) - 1
     try:
         data: bytes | None = _read_small(head)
@@ -248,31 +315,69 @@ def _check_head(path: str, head: str, chain: list[str]) -> None:
         if lines > 1:
             raise Tampered(f"{head}: missing, while {path} has {lines} lines")
         return
-    try:
-        doc = json.loads(data)
-        counted, hashed = int(doc["lines"]), str(doc["last"])
-    except (ValueError, KeyError, TypeError):
-        raise Tampered(f"{head}: not a ledger head (edited?)") from None
-    if counted < 0:
-        raise Tampered(f"{head}: not a ledger head (edited?)")
+    (counted, hashed), appending = _parse_head(head, data)
     if counted > lines:
         raise Tampered(
             f"{path}: line {lines + 1}: missing (its head counts {counted} lines): lines "
             "were removed from its end"
         )
-    if counted < lines - 1:
-        raise Tampered(
-            f"{path}: line {counted + 2}: its head counts {counted} lines, and at most one "
-            "append can be ahead of it (lines added by hand?)"
-        )
     if hashed != chain[counted]:
         raise Tampered(f"{path}: line {counted}: not the line its head ends at (edited?)")
+    if appending is None:  # a head that names no append: one line ahead at most
+        if counted < lines - 1:
+            raise Tampered(
+                f"{path}: line {counted + 2}: its head counts {counted} lines, and at most "
+                "one append can be ahead of it (lines added by hand?)"
+            )
+        return
+    upto, upto_hash = appending
+    if lines > upto:
+        raise Tampered(
+            f"{path}: line {upto + 1}: its head counts {counted} lines and an append up to "
+            f"line {upto}, no more (lines added by hand?)"
+        )
+    if lines == upto and chain[upto] != upto_hash:
+        raise Tampered(f"{path}: line {upto}: not the line its head's append ends at (edited?)")
 
 
-def _write_head(head: str, lines: int, last: str) -> None:
+def _parse_head(head: str, data: bytes) -> tuple[tuple[int, str], tuple[int, str] | None]:
+    """((lines, last), the append it names or None) of a head's bytes.  Raises Tampered."""
+    try:
+        doc = boundedjson.loads(data)
+    except ValueError:  # nested too deeply too
+        raise Tampered(
+            f"{head}: not a ledger head (not JSON, or nested too deeply: edited?)"
+        ) from None
+    if not isinstance(doc, dict) or set(doc) not in (
+        {"lines", "last"},
+        {"lines", "last", "appending"},
+    ):
+        raise Tampered(f"{head}: not a ledger head (fields edited?)")
+    counted = _mark(head, {"lines": doc["lines"], "last": doc["last"]})
+    appending = None
+    if "appending" in doc:
+        appending = _mark(head, doc["appending"], "its append's ")
+        if appending[0] <= counted[0]:
+            raise Tampered(f"{head}: its append ends before its lines (edited?)")
+    return counted, appending
+
+
+def _mark(head: str, doc: Any, what: str = "") -> tuple[int, str]:
+    """(lines, last) of {"lines": N, "last": SHA-256}.  Raises Tampered."""
+    if not isinstance(doc, dict) or set(doc) != {"lines", "last"}:
+        raise Tampered(f"{head}: {what}count and hash are not a ledger head's (edited?)")
+    lines, last = doc["lines"], doc["last"]
+    if not _count(lines):
+        raise Tampered(f'{head}: {what}"lines" is not a count of lines (edited?)')
+    if not isinstance(last, str) or len(last) != 64:
+        raise Tampered(f'{head}: {what}"last" is not a SHA-256 (edited?)')
+    return lines, last
+
+
+def _write_head(head: str, doc: dict[str, Any]) -> None:
     """Replace the head atomically: a temporary file, fsync, rename, directory fsync."""
     tmp = f"{head}.{os.getpid()}.tmp"
-    data = json.dumps({"lines": lines, "last": last}).encode() + b"\n"
+    data = json.dumps(doc).encode() + b"\n"
     fd = _io("creating", tmp, os.open, tmp, _CREATE | os.O_TRUNC, 0o644)
     try:
         _io("writing", tmp, _write_all, fd, data)
@@ -281,6 +386,21 @@ def _write_head(head: str, lines: int, last: str) -> None:
         os.close(fd)
     _io("renaming into place", head, os.rename, tmp, head)
     _io("fsync of the directory of", head, fsync_dir, os.path.dirname(head) or ".")
+
+
+def _sweep_temporary_heads(head: str) -> None:
+    """Under the ledger's lock: remove HEAD.PID.tmp files, each a head a killed append was
+    writing (no append is writing one now: they hold the lock)."""
+    directory, base = os.path.split(head)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return  # nothing removed: they are only clutter, every command ignores them
+    for name in names:
+        pid = name[len(base) + 1 : -len(".tmp")]
+        if name.startswith(base + ".") and name.endswith(".tmp") and pid.isdigit():
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
 
 
 _CREATE = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

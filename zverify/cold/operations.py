@@ -232,11 +232,11 @@ def check_places(
 def _existing_ledger(store: Store, path: str | None) -> Ledger | None:
     """The ledger a check records in: the one given, else the archive's own if it has one."""
     if path is not None:
-        return Ledger.open(path)
+        return Ledger.open(path, scrub.archive_of(store))
     if not isinstance(store, LocalStore):
         return None
     own = ledger.default_path(store.places[0])
-    return Ledger.open(own) if os.path.lexists(own) else None
+    return Ledger.open(own, scrub.archive_of(store)) if os.path.lexists(own) else None
 
 
 def _flag_replaced(proofs: Ledger, report: ArchiveReport) -> None:
@@ -272,7 +272,7 @@ def open_ledger(store: Store, path: str | None) -> Ledger:
     ledger is a local file given with --ledger.  Raises ColdError, ledger.Tampered."""
     if path is None and not isinstance(store, LocalStore):
         raise UsageError(f"{store.shown}: a bucket keeps no ledger here: give --ledger PATH")
-    return Ledger.open(path or ledger.default_path(store.places[0]))
+    return Ledger.open(path or ledger.default_path(store.places[0]), scrub.archive_of(store))
 
 
 def scrub_places(

@@ -1,8 +1,18 @@
 """scrub(): prove an archive's files again over time, within a budget, least recently proven
 first, keeping every proof in the ledger (zverify.cold.ledger).
 
-Each run orders the archive's files: first those whose last proof failed or that changed
-size since it (and entries that cannot be looked at), then those never proven, then the
+A proof stands for the file it was made of, in the archive it was made in, and nothing
+else (Ledger.open(path, archive_of(store)) keeps other archives' records apart): its record
+names the file as it was listed before it was read (device, inode, size, modification and
+change times; a bucket object's ETag and version id, size and LastModified: the stat of
+zverify.cold.s3), and when the file listed now differs in any of them (an archive copied
+with its ledger, a file rewritten in place even at the same size and mtime), or the record
+names none (a line written before they were recorded), the file is unproven.  So is a proof
+dated later than now by more than SKEW: made while the clock was ahead, it says nothing of
+its age; it is reported and read again first.
+
+Each run orders the archive's files: first those whose last proof failed or no longer
+stands (above; entries that cannot be looked at too), then those never proven, then the
 proven ones by the age of their last proof, oldest first.  --max-age skips proofs younger
 than that.  It proves them in that order, each one completely as `cold check` does
 (check.prove_file: the stream, its sidecar and its parity), and records each proof as soon
@@ -22,14 +32,21 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zverify import exitcodes
 from zverify.cold import check, names, parity
 from zverify.cold.check import UNVERIFIED, FileReport, Problem, ProgressHook
 from zverify.cold.ledger import Ledger, LedgerRecord, now
 from zverify.cold.store import Entry, Store
-from zverify.errors import ColdError
+from zverify.errors import ArchiveError, ColdError
+
+# A proof's time is this host's clock when it was recorded; NTP keeps a clock within
+# seconds of true, and a clock stepped back (NTP's first sync after boot, a VM resumed) is
+# usually off by less than a few minutes.  A proof further ahead than this was made while the
+# clock was wrong (an RTC set years ahead): its age is unknown, and trusting it would keep it
+# "young" until the clock caught up, so it is no proof.
+SKEW = datetime.timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -75,12 +92,16 @@ class ScrubReport:
     stopped: str | None  # why files due were left for the next run
     at: datetime.datetime
     budget: Budget
+    future: list[tuple[str, str]] = field(default_factory=list)  # (file, its proof's time)
 
     def age(self, f: Scrubbed) -> float | None:
-        return None if f.proven_at is None else (self.at - f.proven_at).total_seconds()
+        """Seconds since its proof stood; never negative (a proof up to SKEW ahead is 0 s)."""
+        if f.proven_at is None:
+            return None
+        return max(0.0, (self.at - f.proven_at).total_seconds())
 
     def unproven(self, f: Scrubbed) -> bool:
-        """Never proven, its last proof failed, or older than --max-age."""
+        """Never proven, its last proof failed or no longer stands, or older than --max-age."""
         age = self.age(f)
         old = self.budget.max_age is not None and age is not None and age >= self.budget.max_age
         return not f.current or old
@@ -118,10 +139,10 @@ def scrub(
     streams = [e for e in listed if _scrubbed(e)]
     at = datetime.datetime.now(datetime.UTC)
     latest, proven = ledger.latest(), ledger.last_proven()
-    files = {e.key: _state(e, latest.get(e.key), proven.get(e.key)) for e in streams}
+    files = {e.key: _state(e, latest.get(e.key), proven.get(e.key), at) for e in streams}
     due = sorted(
-        (e for e in streams if _due(e, latest.get(e.key), proven.get(e.key), at, budget)),
-        key=lambda e: _order(e, latest.get(e.key), proven.get(e.key)),
+        (e for e in streams if _due(e, latest.get(e.key), at, budget)),
+        key=lambda e: _order(e, latest.get(e.key), at),
     )
     start, read, stopped = clock(), 0, None
     for entry in due:
@@ -134,7 +155,29 @@ def scrub(
             continue
         read += _size(entry)
         files[entry.key] = _proved(entry, report, proven.get(entry.key), ledger)
-    return ScrubReport(store.places, ledger, list(files.values()), read, stopped, at, budget)
+    future = _dated_ahead(streams, latest, at)
+    return ScrubReport(
+        store.places, ledger, list(files.values()), read, stopped, at, budget, future
+    )
+
+
+def archive_of(store: Store) -> str:
+    """What a ledger record names as its archive: each directory's real path and device (a
+    copy elsewhere, on another disk, is another archive), or the bucket's URL and the
+    endpoint it is reached at (two servers may hold buckets of the same name).  Raises
+    ArchiveError when a directory cannot be looked at."""
+    if not store.uses_local_files:
+        meta = getattr(getattr(store, "client", None), "meta", None)
+        endpoint = getattr(meta, "endpoint_url", None)
+        return f"{store.shown} at {endpoint}" if endpoint else store.shown
+    return ", ".join(_directory_id(place) for place in store.places)
+
+
+def _directory_id(place: str) -> str:
+    try:
+        return f"{os.path.realpath(place)} (device {os.stat(place).st_dev})"
+    except OSError as err:
+        raise ArchiveError(f"cannot read archive {place!r}: {err.strerror}") from None
 
 
 def _scrubbed(e: Entry) -> bool:
@@ -155,41 +198,64 @@ def _size(e: Entry) -> int:
     return e.st.st_size if e.st is not None and stat.S_ISREG(e.st.st_mode) else 0
 
 
-def _changed(e: Entry, proven: LedgerRecord | None) -> bool:
-    return proven is not None and _size(e) != proven.size
+def stamp_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a record names of the file it proved (LedgerRecord.stamp)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _order(
-    e: Entry, last: LedgerRecord | None, proven: LedgerRecord | None
-) -> tuple[int, str, str]:
-    """Failed or changed first, then never proven, then the oldest proof first."""
+FUTURE = "dated later than now"
+
+
+def _doubt(e: Entry, last: LedgerRecord | None, at: datetime.datetime) -> str | None:
+    """Why e's last record is no standing proof of e as listed now; None when it is one."""
     if last is None:
-        return (1, "", e.key)
-    if last.result != "proven" or _changed(e, proven) or e.st is None:
-        return (0, "", e.key)
-    return (2, last.time, e.key)
+        return "never proven"
+    if last.result != "proven":
+        return last.result
+    if last.when > at + SKEW:  # said first: the clock, not the file, is wrong
+        return FUTURE
+    if e.st is None or last.stamp != stamp_of(e.st):
+        return "not the file proven"  # or a record without the file's identity (old line)
+    return None
 
 
-def _due(
-    e: Entry,
-    last: LedgerRecord | None,
-    proven: LedgerRecord | None,
-    at: datetime.datetime,
-    budget: Budget,
-) -> bool:
-    if _order(e, last, proven)[0] < 2 or budget.max_age is None or last is None:
+def _dated_ahead(
+    streams: list[Entry], latest: dict[str, LedgerRecord], at: datetime.datetime
+) -> list[tuple[str, str]]:
+    """(file, time) of each last proof dated later than now (beyond SKEW)."""
+    return [
+        (e.key, last.time)
+        for e in streams
+        if (last := latest.get(e.key)) is not None and _doubt(e, last, at) == FUTURE
+    ]
+
+
+def _order(e: Entry, last: LedgerRecord | None, at: datetime.datetime) -> tuple[int, float, str]:
+    """Failed or no longer standing first, then never proven, then the oldest proof first."""
+    if last is None:
+        return (1, 0.0, e.key)
+    if _doubt(e, last, at) is not None:
+        return (0, 0.0, e.key)
+    return (2, last.when.timestamp(), e.key)
+
+
+def _due(e: Entry, last: LedgerRecord | None, at: datetime.datetime, budget: Budget) -> bool:
+    if _doubt(e, last, at) is not None or budget.max_age is None:
         return True
+    assert last is not None
     return (at - last.when).total_seconds() >= budget.max_age
 
 
-def _state(e: Entry, last: LedgerRecord | None, proven: LedgerRecord | None) -> Scrubbed:
+def _state(
+    e: Entry, last: LedgerRecord | None, proven: LedgerRecord | None, at: datetime.datetime
+) -> Scrubbed:
     """A file this run does not read: what the ledger says of it."""
-    when = proven.when if proven is not None else None
-    result = "unproven" if last is None else last.result
-    if _changed(e, proven) and result == "proven":
-        result = "unproven"  # its size changed since: the proof is of another file
+    doubt = _doubt(e, last, at)
     dataset = proven.dataset if proven is not None else None
-    return Scrubbed(e.key, _size(e), result, when if result == "proven" else None, dataset)
+    if last is None or (last.result == "proven" and doubt is not None):
+        return Scrubbed(e.key, _size(e), "unproven", None, dataset)
+    when = last.when if doubt is None else None
+    return Scrubbed(e.key, _size(e), last.result, when, dataset)
 
 
 def _proved(
@@ -223,11 +289,19 @@ def outcome(f: FileReport) -> str:
 
 
 def record_of(f: FileReport, size: int, method: str, result: str) -> LedgerRecord:
+    """The record of f's proof, naming the file it read (its identity, as listed before the
+    read, and its change time); the archive is named by Ledger.append()."""
     dataset = from_guid = to_guid = None
     if f.archived is not None and f.archived.steps:
         first, last = f.archived.steps[0], f.archived.steps[-1]
         dataset, from_guid, to_guid = last.dataset, str(first.from_guid), str(last.to_guid)
-    return LedgerRecord(f.name, size, dataset, from_guid, to_guid, f.digest, method, result, now())
+    record = LedgerRecord(
+        f.name, size, dataset, from_guid, to_guid, f.digest, method, result, now()
+    )
+    if f.identity is None or f.ctime_ns is None:
+        return record  # nothing was read of it: no file to name
+    i = f.identity
+    return replace(record, dev=i.dev, ino=i.ino, mtime_ns=i.mtime_ns, ctime_ns=f.ctime_ns)
 
 
 def replaced(f: FileReport, before: LedgerRecord) -> list[Problem]:

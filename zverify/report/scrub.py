@@ -25,6 +25,11 @@ def text(r: ScrubReport) -> str:
     archive = ", ".join(r.places)
     lines = [f"archive {archive}: {len(r.files)} files, {sum(f.size for f in r.files):,} bytes"]
     lines.append(r.ledger.summary())
+    lines += [
+        f"future proof: {shown(name)} was proven at {time}, later than now (the clock was "
+        "ahead): not a proof, read again first"
+        for name, time in r.future
+    ]
     read = [f for f in r.files if f.read]
     if read:
         lines.append(f"proven this run ({r.read_bytes:,} bytes read):")
@@ -85,6 +90,7 @@ def json_doc(r: ScrubReport) -> str:
         "unproven_bytes": r.unproven_bytes,
         "oldest_proof_age_seconds": None if oldest is None else round(oldest, 3),
         "stopped": r.stopped,
+        "future_proofs": [{**file_key(name), "proven_at": time} for name, time in r.future],
         "valid": r.exit_code == exitcodes.IDENTICAL,
         "exit_code": r.exit_code,
         "files": [_file_doc(f) for f in r.files],
@@ -156,10 +162,9 @@ def _value(metric: str, r: ScrubReport, files: list[Scrubbed]) -> float | None:
         return sum(f.result in ("damaged", "unreadable", "problem") for f in files)
     if not standing:
         return math.inf if metric == "oldest_proof_age_seconds" else None
-    proofs = [f.proven_at for f in files if f.proven_at is not None]
-    if metric == "oldest_proof_age_seconds":
-        return max((r.at - p).total_seconds() for p in proofs)
-    return min(p.timestamp() for p in proofs)
+    if metric == "oldest_proof_age_seconds":  # never negative (ScrubReport.age)
+        return max(a for f in files if (a := r.age(f)) is not None)
+    return min(f.proven_at.timestamp() for f in files if f.proven_at is not None)
 
 
 def _number(value: float) -> str:
