@@ -12,6 +12,7 @@ in which the files can be received.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import permutations
 
 import pytest
@@ -20,7 +21,15 @@ from hypothesis import strategies as st
 
 from zverify.cold.check import ArchiveReport, FileReport
 from zverify.cold.prune import plan_prune
-from zverify.sendstream.chain import ArchivedFile, LoopedHistory, Step, chains, plan
+from zverify.sendstream.chain import (
+    ArchivedFile,
+    LoopedHistory,
+    Step,
+    as_lineages,
+    chains,
+    lineages,
+    plan,
+)
 
 DS = "pool/set"
 
@@ -136,3 +145,188 @@ def test_streams_that_loop_back_are_not_judged() -> None:
     ]
     with pytest.raises(LoopedHistory, match="not one dataset's history"):
         plan(loop)
+
+
+# -- renamed datasets: one chain by GUID (adversarial-4 M3) -------------------------------------
+
+NEW = "pool/renamed"
+
+
+@st.composite
+def renamed_files(draw: st.DrawFn) -> list[ArchivedFile]:
+    """files(), with the dataset renamed after snapshot @k: a file whose last snapshot was made
+    after the rename carries the new name, an older one either (sent before or after)."""
+    archive = draw(files())
+    k = draw(st.integers(0, 8))
+    out = []
+    for f in archive:
+        last = max(s.to_guid for s in f.steps) - guid(0)
+        name = NEW if last >= k or draw(st.booleans()) else DS
+        out.append(ArchivedFile(f.name, f.size, tuple(replace(s, dataset=name) for s in f.steps)))
+    return out
+
+
+def lineage_report(archive: list[ArchivedFile]) -> ArchiveReport:
+    names = lineages(archive)
+    chained = as_lineages(archive, names)
+    reports = [FileReport(f.name, "full", f.size, archived=f) for f in archive]
+    found = plan(chained)
+    return ArchiveReport(
+        "/cold", reports, found, {d: chains(d, chained) for d in found}, [], lineages=names
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(renamed_files())
+def test_a_renamed_dataset_restores_what_receives_bring_whatever_the_names(archive) -> None:
+    """`zfs receive` reads no dataset name of an incremental: the rename changes nothing."""
+    plans = lineage_report(archive).plans
+    claimed = {r.guid for p in plans.values() for r in p.restorable}
+    assert claimed == enumerate_reachable(archive)
+    guids = {DS: set(), NEW: set()}
+    for s in (s for f in archive for s in f.steps):
+        guids[s.dataset] |= {s.from_guid, s.to_guid} - {0}
+    if guids[DS] & guids[NEW]:  # names that share a snapshot are one chain
+        assert len(plans) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(renamed_files(), st.integers(1, 2))
+def test_prune_of_a_renamed_chain_never_loses_a_snapshot_newer_than_what_stays(
+    archive, keep
+) -> None:
+    report = lineage_report(archive)
+    decisions = plan_prune(report, keep)
+    gone = {n for d in decisions for n in d.files}
+    before = {r.guid for r in enumerate_plans(archive)}
+    after = {r.guid for r in enumerate_plans([f for f in archive if f.name not in gone])}
+    assert after <= before
+    for lost in before - after:  # each proven older than something still restorable
+        assert any(lost < g for g in after), (lost, sorted(after))
+    if before:
+        assert max(before) in after
+
+
+def enumerate_plans(archive: list[ArchivedFile]) -> list:
+    chained = as_lineages(archive, lineages(archive))
+    return [r for p in plan(chained).values() for r in p.restorable]
+
+
+def test_a_renamed_datasets_incremental_continues_its_chain_under_the_new_name() -> None:
+    """The review's repro: `tank/old@0` full, `zfs rename tank/old tank/new`, `-i @0
+    tank/new@1`: one chain, named by its newest name (the report adds "was tank/old")."""
+    archive = [
+        ArchivedFile("old@0", 10, (Step("tank/old", 0, guid(0), "0"),)),
+        ArchivedFile("new@0-@1", 5, (Step("tank/new", guid(0), guid(1), "1"),)),
+    ]
+    assert {d: [r.guid for r in p.restorable] for d, p in plan(archive).items()} == {
+        "tank/new": [],
+        "tank/old": [guid(0)],
+    }  # before: keyed by name, the incremental was an orphan
+    report = lineage_report(archive)
+    (only,) = report.plans.values()
+    assert only.dataset == "tank/new" and not only.orphans
+    assert [(r.guid, r.files) for r in only.restorable] == [
+        (guid(0), ("old@0",)),
+        (guid(1), ("old@0", "new@0-@1")),
+    ]
+    assert [c.files for c in report.chains["tank/new"]] == [("new@0-@1", "old@0")]
+
+
+def test_after_a_pool_rename_every_dataset_of_a_package_continues() -> None:
+    """`-R` of tank/r (child c), the pool imported as `new`, `-R -I` of new/r: each dataset
+    at the same place below its package's top, so both chains continue."""
+    full = ArchivedFile("r@0", 10, (Step("tank/r", 0, guid(0), "0"), Step("tank/r/c", 0, 50, "0")))
+    inc = ArchivedFile(
+        "r@0-@1", 5, (Step("new/r", guid(0), guid(1), "1"), Step("new/r/c", 50, 51, "1"))
+    )
+    report = lineage_report([full, inc])
+    assert sorted(report.plans) == ["new/r", "new/r/c"]
+    assert [r.guid for r in report.plans["new/r/c"].restorable] == [50, 51]
+    assert report.plans["new/r"].was == ()  # set by check_archive, not by plan()
+
+
+def test_a_rename_that_moves_a_packages_child_keeps_the_names_apart() -> None:
+    """A child renamed inside the tree would be received (by a plain incremental of its new
+    name) where no dataset is: the names stay apart, and the incremental is an orphan."""
+    full = ArchivedFile("r@0", 10, (Step("tank/r", 0, guid(0), "0"), Step("tank/r/c", 0, 50, "0")))
+    moved = ArchivedFile("d@0-@1", 5, (Step("tank/r/d", 50, 51, "1"),))
+    assert lineages([full, moved]) == {}
+    assert lineages([ArchivedFile("c@0", 10, (Step("tank/r/c", 0, 50, "0"),)), moved]) == {
+        "tank/r/c": "tank/r/d",
+        "tank/r/d": "tank/r/d",
+    }
+
+
+# -- clones inside `zfs send -R` packages (adversarial-4 M3) --------------------------------
+
+
+def clone(dataset: str, origin: int, to: int, snap: str, **flags: bool) -> Step:
+    return Step(dataset, origin, to, snap, clone=True, **flags)
+
+
+def test_a_package_whose_clone_follows_its_origin_restores_every_dataset() -> None:
+    """`zfs clone tank/r@0 tank/r/cl; zfs snapshot -r tank/r@1; zfs send -R tank/r@1`: the
+    clone's substream starts from its origin, which the package sent first."""
+    package = ArchivedFile(
+        "r@1",
+        30,
+        (
+            Step("tank/r", 0, guid(0), "0"),
+            Step("tank/r", guid(0), guid(1), "1"),
+            clone("tank/r/cl", guid(0), 60, "1"),
+        ),
+    )
+    plans = plan([package])
+    assert [r.guid for r in plans["tank/r/cl"].restorable] == [60]
+    assert [r.guid for r in plans["tank/r"].restorable] == [guid(0), guid(1)]
+    assert not plans["tank/r/cl"].refused and not plans["tank/r/cl"].orphans
+
+
+def test_a_clone_made_since_in_an_incremental_package_follows_the_packages_base() -> None:
+    full = ArchivedFile("r@0", 10, (Step("tank/r", 0, guid(0), "0"),))
+    package = ArchivedFile(
+        "r@0-@1", 5, (Step("tank/r", guid(0), guid(1), "1"), clone("tank/r/cl", guid(0), 60, "1"))
+    )
+    assert [r.files for r in plan([full, package])["tank/r/cl"].restorable] == [("r@0", "r@0-@1")]
+
+
+@pytest.mark.parametrize(
+    ("steps", "why"),
+    [
+        ((clone("tank/r/cl", guid(0), 60, "1"),), "does not bring before it"),
+        (  # origin received raw, clone sent without -w: needs the key
+            (Step("tank/r", 0, guid(0), "0", raw=True), clone("tank/r/cl", guid(0), 60, "1")),
+            "without -w on a chain received raw",
+        ),
+        (  # origin with large blocks, clone without -L
+            (
+                Step("tank/r", 0, guid(0), "0", large_blocks=True),
+                clone("tank/r/cl", guid(0), 60, "1"),
+            ),
+            "requires -L",
+        ),
+    ],
+)
+def test_a_clone_is_refused_where_receive_refuses_it(steps, why) -> None:
+    full = [ArchivedFile("r@0", 10, (Step("tank/r", 0, guid(0), "0"),))] if len(steps) == 1 else []
+    plans = plan([*full, ArchivedFile("pkg", 20, steps)])
+    cl = plans["tank/r/cl"]
+    assert not cl.restorable
+    assert why in " ".join(w for _, w in cl.refused) + " ".join(map(str, cl.orphans))
+
+
+def test_a_full_inside_a_package_names_the_base_its_package_lacks() -> None:
+    """L2: `-R -I @0 tank/q@1` with a child k3 created since: k3's own substream is a full;
+    what is missing is the package's first base, tank/q@0."""
+    package = ArchivedFile(
+        "q@0-@1", 5, (Step("tank/q", guid(0), guid(1), "1"), Step("tank/q/k3", 0, 70, "1"))
+    )
+    assert plan([package])["tank/q/k3"].orphans == [("q@0-@1", guid(0), "tank/q")]
+    assert plan([package])["tank/q"].orphans == [("q@0-@1", guid(0), "tank/q")]
+    # with the package's base archived (by a file that never carried k3), k3 restores
+    full = ArchivedFile("q@0", 10, (Step("tank/q", 0, guid(0), "0"),))
+    k3 = plan([full, package])["tank/q/k3"]
+    assert not k3.orphans and [(r.guid, r.files) for r in k3.restorable] == [
+        (70, ("q@0", "q@0-@1"))
+    ]

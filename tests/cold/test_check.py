@@ -343,7 +343,7 @@ def test_planner_prefers_fewer_bytes_and_finds_orphans() -> None:
     (p,) = plan(files).values()
     by_guid = {r.guid: r.files for r in p.restorable}
     assert by_guid[2] == ("full1", "small-a", "small-b")  # 120 bytes beats 600
-    assert p.orphans == [("orphan", 9)]
+    assert p.orphans == [("orphan", 9, "d")]
     (chain,) = chains("d", files)
     assert chain.files == ("big", "full1", "small-a", "small-b") and chain.bytes == 620
 

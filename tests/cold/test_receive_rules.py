@@ -319,3 +319,119 @@ def test_m1_without_a_readable_first_record_the_end_record_names_the_stream(tmp_
         else:
             assert done.returncode == 0, done.stdout + done.stderr
             assert (root / name).read_bytes() == real
+
+
+# -- adversarial-4 M3 and L2: clones in -R packages, renamed datasets ---------------------------
+
+CLONE = 1  # DRR_FLAG_CLONE
+
+
+def replication(substreams: list[tuple[str, int, int, int]], top: str) -> bytes:
+    """A `zfs send -R`-shaped package: (toname, toguid, fromguid, drr_flags) each."""
+    b = StreamBuilder()
+    b.package_header({"fromsnap": "0"} if substreams[0][2] else {}, top)
+    for name, to, frm, flags in substreams:
+        b.substream(name, to, frm, flags=0xC | flags, created=T)
+    b.final_end()
+    return bytes(b.data)
+
+
+def test_m3_a_replication_package_of_a_tree_with_a_clone_is_restorable(tmp_path) -> None:
+    """`zfs clone tank/r@0 tank/r/cl; zfs snapshot -r tank/r@1; zfs send -R tank/r@1`: the
+    clone's substream starts from its origin tank/r@0, which the package sent before it."""
+    pkg = replication(
+        [("tank/r@0", 1000, 0, 0), ("tank/r@1", 1001, 1000, 0), ("tank/r/cl@1", 3001, 1000, CLONE)],
+        "tank/r@1",
+    )
+    root = archive(tmp_path, {"tank%2Fr@1.zfsfull": pkg})
+    code, doc = check(root)
+    assert code == 0, kinds(doc)
+    assert restorable(doc, "tank/r/cl") == {"1": ["tank%2Fr@1.zfsfull"]}
+    assert set(restorable(doc, "tank/r")) == {"0", "1"}
+    done = zverify("cold", "prune", "--yes", str(root))
+    assert done.returncode == 0 and "REFUSED" not in done.stdout, done.stdout + done.stderr
+
+
+def test_m3_a_clone_stream_on_its_own_stays_unreceivable(tmp_path) -> None:
+    """Outside a package a clone's origin would be looked for anywhere in the pool: zverify
+    plans no such restore, and says why."""
+    root = archive(
+        tmp_path,
+        {
+            "tank%2Fr@0.zfsfull": synthetic("tank/r@0", 1000),
+            "cl.zstream": _clone_alone(),
+        },
+    )
+    code, doc = check(root)
+    assert code == 1 and kinds(doc)["cl.zstream"] == {"unreceivable"}, kinds(doc)
+    (p,) = [p for d in doc["datasets"] for p in d["problems"] if p["file"] == "cl.zstream"]
+    assert "does not bring before it" in p["message"]
+
+
+def _clone_alone() -> bytes:
+    b = StreamBuilder()
+    b.substream("tank/r/cl@1", 3001, 1000, flags=0xC | CLONE, created=T)
+    return bytes(b.data)
+
+
+def renamed(tmp_path: Path, extra: dict[str, bytes | str] | None = None) -> Path:
+    """`tank/old@0` full; `zfs rename tank/old tank/new`; `zfs send -i @0 tank/new@1`."""
+    return archive(
+        tmp_path,
+        {
+            "tank%2Fold@0.zfsfull": synthetic("tank/old@0", 1000, created=T - 60),
+            "tank%2Fnew@0-@1.zfsinc": synthetic("tank/new@1", 1001, 1000),
+            **(extra or {}),
+        },
+    )
+
+
+def test_m3_an_incremental_of_a_renamed_dataset_continues_its_chain(tmp_path) -> None:
+    root = renamed(tmp_path)
+    code, doc = check(root)
+    assert code == 0, kinds(doc)
+    assert [d["dataset"] for d in doc["datasets"]] == ["tank/new"]
+    assert restorable(doc, "tank/new") == {
+        "0": ["tank%2Fold@0.zfsfull"],
+        "1": ["tank%2Fold@0.zfsfull", "tank%2Fnew@0-@1.zfsinc"],
+    }
+    text = zverify("cold", "check", str(root)).stdout
+    assert "tank/new (was tank/old):" in text
+    for name in ("tank/old", "tank/new"):  # either name chooses the chain
+        done = zverify("cold", "restore", "--dry-run", "--dataset", name, str(root), "rest/n")
+        assert done.returncode == 0, done.stderr
+        assert "restore tank/new@1 (guid 1001) into rest/n" in done.stdout, done.stdout
+
+
+def test_m3_prune_deletes_a_renamed_old_chain_only_once_a_newer_one_is_proven(tmp_path) -> None:
+    """A new full of tank/new@1 follows the renamed chain (the incremental links them): the
+    old chain goes; an unlinked full of tank/new@5 instead keeps everything."""
+    root = renamed(tmp_path, {"tank%2Fnew@5.zfsfull": synthetic("tank/new@5", 1005, created=LATER)})
+    done = zverify("cold", "prune", "--yes", str(root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(listing(root)) == 3  # nothing proves either chain older than the other
+    (root / "tank%2Fnew@5.zfsfull").unlink()
+    (root / "tank%2Fnew@1.zfsfull").write_bytes(synthetic("tank/new@1", 1001, created=LATER))
+    done = zverify("cold", "prune", "--yes", str(root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert listing(root) == ["tank%2Fnew@1.zfsfull"]
+    assert restorable(check(root)[1], "tank/new") == {"1": ["tank%2Fnew@1.zfsfull"]}
+
+
+def test_l2_a_child_created_since_an_incremental_package_is_restorable_or_named(tmp_path) -> None:
+    """`zfs send -R -I @0 tank/q@1` whose child k3 was made since: k3's substream is a full
+    inside the package; without the package's base the message names tank/q@0's GUID as the
+    package's, not k3's; with it, k3 restores."""
+    pkg = replication([("tank/q@1", 1001, 1000, 0), ("tank/q/k3@1", 4001, 0, 0)], "tank/q@1")
+    root = archive(tmp_path, {"tank%2Fq@0-@1.zfsincstream": pkg})
+    code, doc = check(root)
+    assert code == 1
+    (p,) = [p for d in doc["datasets"] if d["dataset"] == "tank/q/k3" for p in d["problems"]]
+    assert p["kind"] == "orphan"
+    assert "inside a package whose tank/q starts from snapshot GUID 1000" in p["message"]
+    (root / "tank%2Fq@0.zfsfull").write_bytes(synthetic("tank/q@0", 1000, created=T - 60))
+    code, doc = check(root)
+    assert code == 0, kinds(doc)
+    assert restorable(doc, "tank/q/k3") == {
+        "1": ["tank%2Fq@0.zfsfull", "tank%2Fq@0-@1.zfsincstream"]
+    }

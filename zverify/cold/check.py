@@ -38,7 +38,16 @@ from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
 from zverify.cold.store import Entry, LocalStore, Store
 from zverify.errors import ColdError
-from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Step, chains, plan
+from zverify.sendstream.chain import (
+    ArchivedFile,
+    Chain,
+    DatasetPlan,
+    Step,
+    as_lineages,
+    chains,
+    lineages,
+    plan,
+)
 from zverify.sendstream.format import BeginFlag, Feature
 from zverify.sendstream.report import StreamReport, Substream
 from zverify.sendstream.rules import RESUMING
@@ -100,6 +109,13 @@ class ArchiveReport:
     depth: str = "full"  # full: every byte read; metadata: listings and sidecars only
     sidecars: list[str] = field(default_factory=list)  # the NAME.json files beside streams
     ledger: str | None = None  # the proof ledger's summary, once this check is recorded
+    lineages: dict[str, str] = field(default_factory=dict)  # a renamed dataset's chain's name
+
+    @property
+    def chained(self) -> list[ArchivedFile]:
+        """The intact streams as the chain model reads them: each dataset under the name its
+        chain goes by (chain.lineages(): a renamed dataset continues its chain)."""
+        return as_lineages([f.archived for f in self.files if f.archived], self.lineages)
 
     def path(self, name: str) -> str:
         """The local path of a file of the report (names are the store's keys)."""
@@ -140,12 +156,17 @@ def check_archive(
     stray += _check_parity(store, files, aside.parities)
     level = parity.percent_of([f.parity for f in files if f.parity is not None])
     # a misnamed but intact stream still restores: chains go by GUID, never by name
-    archived = [f.archived for f in files if f.archived is not None]
+    written = [f.archived for f in files if f.archived is not None]
+    renamed = lineages(written)
+    archived = as_lineages(written, renamed)
     datasets = sorted({d for a in archived for d in a.datasets})
     if dataset is not None:
-        datasets = [d for d in datasets if d == dataset]
-        files = [f for f in files if f.archived is None or dataset in f.archived.datasets]
+        chosen = renamed.get(dataset, dataset)
+        datasets = [d for d in datasets if d == chosen]
+        files = [f for f in files if f.archived is None or _carries(f.archived, chosen, renamed)]
     plans = {d: p for d, p in plan(archived).items() if d in datasets}
+    for d, p in plans.items():
+        p.was = tuple(sorted(n for n, named in renamed.items() if named == d and n != d))
     hazards = [Problem(store.shown, kind, message) for kind, message in store.hazards()]
     report = ArchiveReport(
         store.shown,
@@ -161,8 +182,13 @@ def check_archive(
         store,
         store.places,
         sidecars=sorted(aside.sidecars),
+        lineages=renamed,
     )
     return report
+
+
+def _carries(f: ArchivedFile, dataset: str, renamed: dict[str, str]) -> bool:
+    return any(renamed.get(d, d) == dataset for d in f.datasets)
 
 
 def prove_file(
@@ -429,19 +455,19 @@ def _step(s: Substream) -> Step:
         large_blocks=bool(s.features & Feature.LARGE_BLOCKS),
         resuming=bool(s.features & Feature.RESUMING),
         unsupported=_unsupported(s),
+        clone=bool(s.flags & BeginFlag.CLONE),
     )
 
 
 def _unsupported(s: Substream) -> str:
     """Why no restore receives this substream: what OpenZFS refuses whatever the target
-    (libzfs_sendrecv.c: deduplicated streams) and what zverify does not plan."""
+    (libzfs_sendrecv.c: deduplicated streams) and what zverify does not plan (a clone stream
+    is planned by the chain model: inside a `-R` package that carries its origin)."""
     if s.features & Feature.DEDUP:
         return (
             "a deduplicated stream (zfs send -D): OpenZFS 2 receives none (`zstream redup` "
             "converts it)"
         )
-    if s.flags & BeginFlag.CLONE:
-        return "a clone stream (its base is another dataset's snapshot): zverify plans no clone"
     if s.features & Feature.REDACTED:
         return "a redacted stream (zfs send --redact): zverify plans no redacted receive"
     return ""
@@ -594,14 +620,8 @@ def _inspect(
 
 def _chain_problems(p: DatasetPlan, store: Store) -> list[Problem]:
     found = [
-        Problem(
-            name,
-            "orphan",
-            f"{p.dataset}: starts from snapshot GUID {guid}, which no intact file in the "
-            "archive ends at: it cannot be restored",
-            dataset=p.dataset,
-        )
-        for name, guid in p.orphans
+        Problem(name, "orphan", _orphan_message(p.dataset, guid, needs), dataset=p.dataset)
+        for name, guid, needs in p.orphans
     ]
     found += [
         Problem(
@@ -623,6 +643,19 @@ def _chain_problems(p: DatasetPlan, store: Store) -> list[Problem]:
         for name, other in p.duplicates
     ]
     return found
+
+
+def _orphan_message(dataset: str, guid: int, needs: str) -> str:
+    if needs == dataset:
+        return (
+            f"{dataset}: starts from snapshot GUID {guid}, which no intact file in the "
+            "archive ends at: it cannot be restored"
+        )
+    return (
+        f"{dataset}: its substream is inside a package whose {needs} starts from snapshot GUID "
+        f"{guid}, which no route of the files carrying {dataset} puts in place: it cannot be "
+        "restored"
+    )
 
 
 def _copy(store: Store, name: str, other: str) -> str:

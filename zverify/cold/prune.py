@@ -75,7 +75,7 @@ def blocked(report: ArchiveReport) -> str | None:
 
 def plan_prune(report: ArchiveReport, keep_chains: int) -> list[DatasetPrune]:
     """One decision per dataset of the report (the ones --dataset chose)."""
-    archived = [f.archived for f in report.files if f.archived is not None]
+    archived = report.chained  # a renamed dataset's files under its chain's name
     by_name = {f.name: f for f in archived}
     now = plan(archived)
     decisions = {

@@ -151,7 +151,7 @@ def _finisher(report: ArchiveReport, name: str) -> Callable[[int], None] | None:
 
 
 def _archived(plan: RestorePlan, report: ArchiveReport) -> list[ArchivedFile]:
-    steps = {f.name: f.archived for f in report.files if f.archived is not None}
+    steps = {f.name: f for f in report.chained}  # a renamed dataset: one target
     return [a for a in (steps.get(name) for name in plan.files) if a is not None]
 
 

@@ -59,7 +59,8 @@ def check_text(report: ArchiveReport) -> str:
     if report.depth != "full":
         lines += [f"  {shown(f.name)}: {_stored_text(f)}" for f in report.files if f.stored]
     for dataset, plan in report.plans.items():
-        lines.append(f"{dataset}:")
+        was = f" (was {', '.join(plan.was)})" if plan.was else ""  # renamed: one chain
+        lines.append(f"{dataset}{was}:")
         lines += [f"  {_restorable(r)}" for r in plan.restorable] or ["  nothing restorable"]
         for chain in report.chains.get(dataset, []):
             lines.append(

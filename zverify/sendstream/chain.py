@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zverify.errors import ZverifyError
 from zverify.sendstream import rules
@@ -59,12 +59,13 @@ class Step:
     raw: bool = False  # feature RAW: `zfs send -w` of an encrypted dataset
     large_blocks: bool = False  # feature LARGE_BLOCKS: -L (or -w) with blocks > 128 KiB
     resuming: bool = False  # feature RESUMING: `zfs send -t`
-    unsupported: str = ""  # why no restore can receive it (dedup, clone, redacted...)
+    unsupported: str = ""  # why no restore can receive it (dedup, redacted...)
+    clone: bool = False  # DRR_FLAG_CLONE: from_guid is the origin, another dataset's snapshot
 
     @property
     def key(self) -> tuple[object, ...]:
         return (self.dataset, self.from_guid, self.to_guid, self.raw, self.large_blocks,
-                self.resuming, self.unsupported)  # fmt: skip
+                self.resuming, self.unsupported, self.clone)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -169,10 +170,13 @@ class DatasetPlan:
     dataset: str
     restorable: list[Restorable] = field(default_factory=list)  # oldest first
     newest: list[Restorable] = field(default_factory=list)  # no restorable snapshot follows
-    orphans: list[tuple[str, int]] = field(default_factory=list)  # (file, missing base GUID)
+    # (file, missing base GUID, the dataset whose substream starts from it: this one, or for a
+    # full of this one inside a package, the package's first)
+    orphans: list[tuple[str, int, str]] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (file, why receive refuses)
     duplicates: list[tuple[str, str]] = field(default_factory=list)  # (file, same as file)
     order: Order = field(default_factory=lambda: Order(()))
+    was: tuple[str, ...] = ()  # the other names its chain's streams carry (lineages())
 
 
 def plan(files: list[ArchivedFile]) -> dict[str, DatasetPlan]:
@@ -192,18 +196,34 @@ def _plan_dataset(
     mine = [f for f in unique if f.steps_of(dataset)]
     result = DatasetPlan(dataset, order=order_of(dataset, files))
     result.duplicates = [(f.name, other) for f, other in duplicates if f.steps_of(dataset)]
-    reached, used, refusals = _search(dataset, mine)
+    reached, used, refusals = _search(dataset, _with_mates(mine, unique))
     for f in mine:
         if f.name in used or f.resuming:  # a resume stream is said once, by the archive check
             continue
         if f.name in refusals:
             result.refused.append((f.name, refusals[f.name]))
         else:
-            result.orphans.append((f.name, f.steps[0].from_guid))
+            result.orphans.append(_orphan(dataset, f))
     result.restorable = _oldest_first(list(reached.values()), result.order)
     followed = result.order.older_than_any({r.guid for r in result.restorable})
     result.newest = [r for r in result.restorable if r.guid not in followed]
     return result
+
+
+def _with_mates(mine: list[ArchivedFile], files: list[ArchivedFile]) -> list[ArchivedFile]:
+    """mine, and the files that carry a dataset one of mine carries: a package needs every
+    dataset it carries in place, which files that do not carry this one may bring (a child
+    created since an `-R -I` package's base, whose parent came in an earlier package)."""
+    mates = {d for f in mine for d in f.datasets}
+    return [f for f in files if mates.intersection(f.datasets)]
+
+
+def _orphan(dataset: str, f: ArchivedFile) -> tuple[str, int, str]:
+    """What f lacks for dataset: its own first substream's base, or where that is a full or a
+    clone inside a package, the base the package starts from."""
+    own = f.steps_of(dataset)[0]
+    first = own if own.from_guid and not own.clone else f.steps[0]
+    return f.name, first.from_guid, first.dataset
 
 
 def order_of(dataset: str, files: list[ArchivedFile]) -> Order:
@@ -247,19 +267,37 @@ def receive(state: _State | None, f: ArchivedFile) -> _State | str:
     if f.top != top and not f.top.startswith(top + "/"):
         return f"its top dataset {f.top} has no place under {top}, where the restore began"
     now = dict(tips)
-    for step in f.steps:
+    here = {t.guid: d for d, t in tips}  # snapshots on the target: guid -> their dataset
+    for i, step in enumerate(f.steps):
         tip = now.get(step.dataset)
-        why = rules.refuses_start(step) if tip is None else rules.refuses_after(tip, step)
+        if step.clone and tip is None:
+            origin = now.get(here.get(step.from_guid, "")) if _brought(f, i) else None
+            parent = now.get(step.dataset.rpartition("/")[0])
+            why = rules.refuses_clone(origin, parent, step)
+            tip = origin
+        else:
+            why = rules.refuses_start(step) if tip is None else rules.refuses_after(tip, step)
         if why is not None:
             return f"{step.dataset}@{step.snapshot}: {why}"
         now[step.dataset] = rules.after(tip, step, step.to_guid)
+        here[step.to_guid] = step.dataset
     return frozenset(now.items()), top
+
+
+def _brought(f: ArchivedFile, i: int) -> bool:
+    """The origin of f's clone substream i is a snapshot an earlier substream of the same
+    file starts from or ends at (a `-R` package sends a clone's origin first).  A clone
+    stream on its own is not planned: `zfs receive` would look for its origin by GUID
+    anywhere in the pool."""
+    origin = f.steps[i].from_guid
+    return any(origin in (s.from_guid, s.to_guid) for s in f.steps[:i] if not s.clone)
 
 
 def _search(
     dataset: str, files: list[ArchivedFile]
 ) -> tuple[dict[int, Restorable], set[str], dict[str, str]]:
-    """Dijkstra from "nothing received" over the files of dataset, weighted by size.
+    """Dijkstra from "nothing received" over the files of dataset and their mates, weighted by
+    size.
     Returns the cheapest route to every snapshot, the files some route receives, and for the
     others that were tried where their first substream's base was in place, why not."""
     best: dict[int, Restorable] = {}
@@ -282,7 +320,7 @@ def _search(
                 continue
             used.add(f.name)
             files_needed = (*route, f.name)
-            tip = dict(after[0])[dataset]
+            tip = dict(after[0]).get(dataset)
             for step in f.steps_of(dataset):
                 old = best.get(step.to_guid)
                 if old is None or cost + f.size < old.bytes:
@@ -297,19 +335,20 @@ def _search(
 
 class _Candidates:
     """The files whose first substream finds its base in place at a state (the others
-    cannot be received there: a full needs its dataset absent, an incremental its base as
-    the tip)."""
+    cannot be received there: a full or a clone needs its dataset absent, an incremental its
+    base as the tip)."""
 
     def __init__(self, files: list[ArchivedFile]) -> None:
         self._by_base: dict[tuple[str, int], list[ArchivedFile]] = defaultdict(list)
         for f in files:
             first = f.steps[0]
             self._by_base[(first.dataset, first.from_guid)].append(f)
-        self._fulls = [f for f in files if f.steps[0].from_guid == 0]
+        # a full, or a clone (refused on its own: rules.CLONE_WITHOUT_ORIGIN, said as such)
+        self._new = [f for f in files if f.steps[0].from_guid == 0 or f.steps[0].clone]
 
     def __call__(self, state: _State | None) -> list[ArchivedFile]:
         tips = dict(state[0]) if state is not None else {}
-        found = [f for f in self._fulls if f.steps[0].dataset not in tips]
+        found = [f for f in self._new if f.steps[0].dataset not in tips]
         for dataset, tip in sorted(tips.items(), key=lambda t: t[0]):
             found += self._by_base.get((dataset, tip.guid), [])
         return found
@@ -371,3 +410,88 @@ def _reachable(dataset: str, start: _State, files: list[ArchivedFile]) -> set[st
                 _count(seen, after, dataset)
                 todo.append(after)
     return used
+
+
+# -- one chain under several names (renames) ----------------------------------------------------
+
+
+def lineages(files: list[ArchivedFile]) -> dict[str, str]:
+    """Each dataset name of files -> the name its chain goes by.  `zfs receive` never reads an
+    incremental's dataset name, only its fromguid (dmu_recv_begin_check): a dataset renamed
+    (`zfs rename`, a pool imported under another name) continues its chain under the new name,
+    with the same snapshot GUIDs.  So names whose streams share a snapshot GUID (one ends where
+    another starts or ends; a clone's origin does not count) are one chain, named by the name
+    of its newest snapshot (by the streams' order; ties by name).  A package must keep its
+    layout under the chains' names (each dataset at the same path below its top, which is
+    where a restore receives it): names that would break it are left apart."""
+    groups = _sharing_guids(files)
+    apart: set[str] = set()
+    while True:
+        names = _named(files, groups, apart)
+        broken = _broken_layouts(files, names)
+        if not broken:
+            return names
+        apart |= broken
+
+
+def as_lineages(files: list[ArchivedFile], names: dict[str, str]) -> list[ArchivedFile]:
+    """files with each substream's dataset under the name its chain goes by (lineages())."""
+    return [_renamed(f, names) for f in files]
+
+
+def _renamed(f: ArchivedFile, names: dict[str, str]) -> ArchivedFile:
+    if all(names.get(s.dataset, s.dataset) == s.dataset for s in f.steps):
+        return f
+    steps = tuple(replace(s, dataset=names.get(s.dataset, s.dataset)) for s in f.steps)
+    return ArchivedFile(f.name, f.size, steps)
+
+
+def _sharing_guids(files: list[ArchivedFile]) -> list[set[str]]:
+    """The names connected by shared snapshot GUIDs (union-find over names)."""
+    parent: dict[str, str] = {}
+
+    def root(n: str) -> str:
+        parent.setdefault(n, n)
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    first: dict[int, str] = {}  # a snapshot GUID -> the first name seen with it
+    for s in (s for f in files for s in f.steps):
+        root(s.dataset)
+        own = [s.to_guid] + ([s.from_guid] if s.from_guid and not s.clone else [])
+        for g in own:
+            parent[root(s.dataset)] = root(first.setdefault(g, s.dataset))
+    groups: dict[str, set[str]] = defaultdict(set)
+    for n in list(parent):
+        groups[root(n)].add(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _named(files: list[ArchivedFile], groups: list[set[str]], apart: set[str]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for group in groups:
+        together = group - apart
+        if len(together) < 2:
+            continue
+        steps = [s for f in files for s in f.steps if s.dataset in together]
+        order = Order(
+            [(s.from_guid, s.to_guid) for s in steps if s.from_guid and not s.clone],
+            {s.to_guid: s.creation_time for s in steps},
+        )
+        newest = max(steps, key=lambda s: (order.sort_key(s.to_guid), s.dataset))
+        names.update({n: newest.dataset for n in together})
+    return names
+
+
+def _broken_layouts(files: list[ArchivedFile], names: dict[str, str]) -> set[str]:
+    """The names of chains that would move a package's dataset from its place below the
+    package's top."""
+    broken: set[str] = set()
+    for f in files:
+        top = f.top
+        for d in f.datasets:
+            if names.get(d, d) != names.get(top, top) + d[len(top) :]:
+                broken |= {n for n in (d, top) if n in names}
+    return broken

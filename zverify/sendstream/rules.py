@@ -30,6 +30,8 @@ class Substream(Protocol):
     def resuming(self) -> bool: ...
     @property
     def unsupported(self) -> str: ...
+    @property
+    def clone(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,22 @@ RESUMING = (
 )
 
 
+CLONE_WITHOUT_ORIGIN = (
+    "a clone stream (its base is another dataset's snapshot) whose origin the same file does "
+    "not bring before it: zverify plans a clone only inside a `zfs send -R` package that "
+    "carries its origin"
+)
+
+
 def refuses_start(step: Substream) -> str | None:
-    """Why a dataset that does not exist yet cannot be created from step, or None."""
+    """Why a dataset that does not exist yet cannot be created from step, or None (a clone:
+    refuses_clone)."""
     if step.resuming:
         return RESUMING
     if step.unsupported:
         return step.unsupported
+    if step.clone:
+        return CLONE_WITHOUT_ORIGIN
     if step.from_guid != 0:
         return "an incremental needs its base snapshot received first"
     return None
@@ -65,6 +77,9 @@ def refuses_after(tip: Tip, step: Substream) -> str | None:
         return RESUMING
     if step.unsupported:
         return step.unsupported
+    if step.clone:
+        # dmu_recv_begin_check: "Can't recv a clone into an existing fs" (EINVAL)
+        return "a clone stream cannot be received onto a dataset that exists"
     if step.from_guid == 0:
         # recv_begin_check_existing_impl: a full onto an existing dataset needs -F
         return "a full stream cannot be received onto a dataset that exists (without -F)"
@@ -72,6 +87,31 @@ def refuses_after(tip: Tip, step: Substream) -> str | None:
         # dmu_recv_begin_check: fromguid must be a snapshot of the target, and the target
         # unmodified since it (a later snapshot received since counts as modified)
         return f"starts from snapshot guid {step.from_guid}, not the latest received ({tip.guid})"
+    return _flags_refuse(tip, step)
+
+
+def refuses_clone(origin: Tip | None, parent: Tip | None, step: Substream) -> str | None:
+    """Why a clone stream (DRR_FLAG_CLONE) cannot create its dataset, or None.  origin: the
+    dataset whose snapshot step.from_guid is, when the same file brought that snapshot or
+    found it in place before this step (a `-R` package sends a clone's origin first:
+    libzfs_sendrecv.c dump_filesystems; zfs_receive_one finds it by GUID, guid_to_name, and
+    dmu_recv_begin_check clones it); parent: the dataset the clone is created under, when it
+    is one of the restore's."""
+    if step.resuming:
+        return RESUMING
+    if step.unsupported:
+        return step.unsupported
+    if origin is None:
+        return CLONE_WITHOUT_ORIGIN
+    # dmu_recv_begin_check checks large blocks against the clone's parent
+    # (recv_check_large_blocks); the new clone has its origin's features (and keys): the
+    # stricter of both binds it
+    large = origin.large_blocks or (parent is not None and parent.large_blocks)
+    return _flags_refuse(Tip(step.from_guid, origin.raw, large), step)
+
+
+def _flags_refuse(tip: Tip, step: Substream) -> str | None:
+    """Why the send flags of step contradict what tip demands, or None."""
     if step.raw and not tip.raw:
         # recv_begin_check_existing_impl: "Can't perform a raw receive on top of a non-raw
         # receive" (EINVAL)
@@ -97,7 +137,8 @@ def refuses_after(tip: Tip, step: Substream) -> str | None:
 
 
 def after(tip: Tip | None, step: Substream, to_guid: int) -> Tip:
-    """The dataset once step was received (a full: tip is None)."""
+    """The dataset once step was received (a full: tip is None; a clone: tip is its
+    origin's dataset, whose keys and features a clone has)."""
     if tip is None:
         return Tip(to_guid, step.raw, step.large_blocks)
     return Tip(to_guid, tip.raw, tip.large_blocks or step.large_blocks)
