@@ -4,9 +4,10 @@ make on demand (tests/cutover/test_zfs.py covers the real ones).
 
 State: {"datasets": {name: {prop: [value, source]}}, "snapshots": {dataset: [[name, guid,
 txg, userrefs]]}, "written": {"ds@snap": bytes}, "snapshot_later": {dataset: [...]},
-"datasets_later": {name: {...}}}: snapshot_later replaces a dataset's snapshots from the
-second listing on (a snapshot taken while zverify was checking); datasets_later adds
-datasets to the second listing of names (`zfs list -o name`, a dataset created meanwhile)."""
+"datasets_later": {name: {...}}, "diff": {"ds@snap": [`zfs diff -H` lines]}}:
+snapshot_later replaces a dataset's snapshots from the second listing on (a snapshot taken
+while zverify was checking); datasets_later adds datasets to the second listing of names
+(`zfs list -o name`, a dataset created meanwhile)."""
 
 import json
 import os
@@ -25,11 +26,23 @@ def main(argv: list[str]) -> int:
         return _snapshots(state, root, "-r" in argv, _count(path, "list"))
     if argv[0] == "list" and "filesystem,volume" in argv:
         return _names(state, root, _count(path, "names"))
+    if argv[0] == "diff":
+        return _diff(state, argv[-2])
     if argv[0] == "get" and argv[-2].startswith("written@"):
         print(state["written"][f"{root}@{argv[-2].partition('@')[2]}"])
         return 0
     print(f"standin zfs: unexpected {argv}", file=sys.stderr)
     return 1
+
+
+def _diff(state: dict, snapshot: str) -> int:
+    lines = state.get("diff", {}).get(snapshot)
+    if lines is None:
+        print(f"standin zfs: no diff of {snapshot}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
 
 
 def _under(name: str, root: str, recursive: bool) -> bool:

@@ -1,12 +1,14 @@
 """Pairing, written@, encryption roots and holds (zverify.cutover.checks)."""
 
 from zverify.cutover.checks import (
+    METADATA_ONLY_MAX,
     Pair,
     Written,
     destination_written,
     encryption,
     pair_datasets,
     source_holds,
+    source_written,
 )
 from zverify.cutover.snapshots import Common
 from zverify.zfs.inventory import Dataset, Prop, Snap
@@ -64,6 +66,35 @@ def test_a_replica_with_a_changed_file_or_an_unknown_change_is_modified():
     [g] = destination_written("data/images", COMMON, Written(4096, "not mounted"), frozenset())
     assert g.severity.value == "fail" and "not mounted" in g.message
     assert destination_written("data/images", COMMON, Written(0, None)) == []
+
+
+# adversarial-4 M2: a pool import alone makes written@ 1,024 (the objset block rewritten by
+# the intent-log claim); that was `source-written`, so a migration with a zvol was never READY.
+def test_a_small_written_that_zfs_diff_or_the_bytes_explain_is_metadata_only():
+    for w in (Written(1024, []), Written(1024, "a volume has no paths", same_bytes=True)):
+        [f] = source_written("olddata/a", COMMON, w)
+        assert (f.kind, f.severity.value) == ("source-written", "warning"), f
+        assert f.message.startswith("metadata only (written@ 1,024 bytes on the source since @s1")
+    [vol] = destination_written("data/vol", COMMON, Written(1024, "no paths", same_bytes=True))
+    assert (vol.kind, vol.severity.value) == ("destination-modified", "warning")
+    assert "the volume's bytes equal @s1" in vol.message
+
+
+def test_a_written_that_nothing_explains_or_a_large_one_stays_a_failure():
+    for w in (
+        Written(1024, ["M\t/olddata/a/f"]),  # a user's write, however small
+        Written(1024, "a volume has no paths", same_bytes=False),
+        Written(1024, "a volume has no paths", same_bytes="/dev/zvol/x: No such file"),
+        Written(1024, None),  # zfs diff not asked
+        Written(METADATA_ONLY_MAX + 1, []),
+        Written(METADATA_ONLY_MAX + 1, "a volume has no paths", same_bytes=True),
+    ):
+        [f] = source_written("olddata/a", COMMON, w)
+        assert f.severity.value == "fail", w
+    [why] = source_written("v", COMMON, Written(1024, "no paths", same_bytes="gone: ENOENT"))
+    assert "its bytes could not be compared: gone: ENOENT" in why.message
+    [dst] = destination_written("v", COMMON, Written(1024, "no paths", same_bytes=False))
+    assert dst.severity.value == "fail"
 
 
 def enc(name: str, root: str, keystatus: str = "available") -> Dataset:

@@ -194,3 +194,22 @@ def test_r_and_no_recursive_together_are_a_usage_error(standin):
     standin(SWAPPED)
     r = zverify("cutover", "-r", "--no-recursive", "olddata", "data")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_written_source_that_zfs_diff_finds_unchanged_is_metadata_only(standin):
+    """adversarial-4 M2: after `zpool export`/`import`, written@ is 1,024 bytes and `zfs
+    diff` lists nothing: OpenZFS's bookkeeping, a warning, not NOT READY."""
+    standin({**STATE, "written": {"p/a@s1": 1024, "q/a@s1": 0}, "diff": {"p/a@s1": []}})
+    r = zverify("cutover", "--json", "p/a", "q/a")
+    assert r.returncode == 0, r.stdout + r.stderr
+    [f] = json.loads(r.stdout)["findings"]
+    assert (f["kind"], f["severity"], f["bytes"]) == ("source-written", "warning", 1024)
+    assert f["message"].startswith("metadata only (written@ 1,024 bytes on the source")
+    assert "zfs diff empty" in f["message"]
+
+
+def test_a_small_write_that_zfs_diff_lists_is_not_ready(standin):
+    standin({**STATE, "written": {"p/a@s1": 1024, "q/a@s1": 0}, "diff": {"p/a@s1": ["M\t/p/a/f"]}})
+    r = zverify("cutover", "p/a", "q/a")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "source-written" in r.stdout and "1,024 bytes written on the source" in r.stdout

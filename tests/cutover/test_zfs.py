@@ -313,3 +313,101 @@ def test_content_finds_blocks_damaged_on_the_replicas_disk(zfs_host, zverify_in_
         assert [e["path"] for e in entries] == ["victim"], entries
     finally:
         sh(host, "zpool destroy -f zdst; zpool destroy -f zsrc; rm -f /root/z*.img", check=False)
+
+
+# -- the literal migration of adversarial-4 (H1, M2): a pool replicated with `zfs send -R`
+# into a temporary pool, then both swapped by export/import (`mig` -> `migold`, `migtmp` ->
+# `mig`).  File-backed pools, so that the module's `data`/`newdata` stay untouched.
+
+SWAP = (
+    "zpool export mig && zpool import -d /root mig migold && "
+    "zpool export migtmp && zpool import -d /root migtmp mig && udevadm settle"
+)
+
+
+def migration(host, late_writes: str = "") -> None:
+    """mig: a/child, b, a 16 MiB volume, data written with a sync (so every dataset's intent
+    log points to a block, as on any pool in use); window 1 into migtmp; late_writes; swap."""
+    sh(
+        host,
+        "truncate -s 256M /root/mig.img /root/migtmp.img && zpool create -f mig /root/mig.img "
+        "&& zpool create -f migtmp /root/migtmp.img && zfs create mig/a && "
+        "zfs create mig/a/child && zfs create mig/b && zfs create -V 16M mig/vol && "
+        "udevadm settle && head -c 256K /dev/urandom > /mig/a/f && sync /mig/a/f && "
+        "dd if=/dev/urandom of=/dev/zvol/mig/vol bs=64k count=8 conv=fsync 2>/dev/null && "
+        "zfs snapshot -r mig@s1 && zfs send -R mig@s1 | zfs receive -u -F migtmp",
+    )
+    if late_writes:
+        sh(host, late_writes)
+    sh(host, SWAP)
+
+
+def drop_migration(host) -> None:
+    sh(
+        host,
+        "zpool destroy -f mig; zpool destroy -f migold; zpool destroy -f migtmp; "
+        "rm -f /root/mig.img /root/migtmp.img",
+        check=False,
+    )
+
+
+def test_the_swapped_pool_without_r_is_not_ready_and_names_its_children(
+    zfs_host, zverify_in_zfs_host
+):
+    """H1: the touch-up skipped, a child written and a dataset created late; `cutover
+    migold mig` without -r said READY, "complete", exit 0."""
+    host, zverify = zfs_host, zverify_in_zfs_host
+    try:
+        migration(host, "echo late > /mig/a/child/late-file && zfs create mig/b/new")
+        children = ["migold/a", "migold/a/child", "migold/b", "migold/b/new", "migold/vol"]
+        plain = cutover(host, zverify, "migold", "mig", expect=1)
+        assert failing(plain) == {("descendants-not-checked", "migold")}
+        assert (plain["scope"], plain["descendants_unchecked"]) == ("dataset", children)
+        [left_out] = of_kind(plain, "descendants-not-checked")
+        names = "migold/a, migold/a/child, migold/b, migold/b/new, migold/vol"
+        assert names in left_out["message"]
+        alone = cutover(host, zverify, "--no-recursive", "migold", "mig", expect=0)
+        assert alone["scope"] == "dataset" and failing(alone) == set()
+        text = host.run([*zverify, "cutover", "--no-recursive", "migold", "mig"], timeout=600)
+        last = text.stdout.rstrip().splitlines()[-1]
+        assert last.startswith("READY for migold alone; 5 descendant dataset(s) not checked")
+        child = cutover(host, zverify, "migold/a", "mig/a", expect=1)
+        assert child["descendants_unchecked"] == ["migold/a/child"]
+        tree = cutover(host, zverify, "-r", "migold", "mig", expect=1)
+        # b/new's mount directory is a real change in b: -r says so
+        assert failing(tree) == {
+            ("missing-dataset", "migold/b/new"),
+            ("source-written", "migold/a/child"),
+            ("source-written", "migold/b"),
+        }, tree["findings"]
+    finally:
+        drop_migration(host)
+
+
+def test_the_swap_alone_is_ready_and_a_write_to_the_volume_is_not(zfs_host, zverify_in_zfs_host):
+    """M2: export/import alone made written@ 1,024 on the volume (and on filesystems whose
+    log was used): the intent-log claim rewrites the objset block.  A complete migration
+    must be READY; a write of one sector to the volume (small enough to be compared byte
+    for byte) must not."""
+    host, zverify = zfs_host, zverify_in_zfs_host
+    try:
+        migration(host)
+        written = sh(host, "zfs get -Hp -o name,value written@s1 migold/vol migold/a").stdout
+        assert "migold/vol\t1024" in written, written  # the bookkeeping this is about
+        doc = cutover(host, zverify, "-r", "migold", "mig", expect=0)
+        vol = next(d for d in doc["datasets"] if d["src"] == "migold/vol")
+        assert vol["src_written"] > 0 and failing(doc) == set()
+        [note] = [f for f in of_kind(doc, "source-written") if f["dataset"] == "migold/vol"]
+        assert note["severity"] == "warning" and note["same_bytes"] is True
+        assert note["message"].startswith("metadata only")
+        sh(
+            host,
+            "head -c 512 /dev/urandom | dd of=/dev/zvol/migold/vol bs=512 seek=77 "
+            "conv=notrunc,fsync 2>/dev/null",
+        )
+        doc = cutover(host, zverify, "-r", "migold", "mig", expect=1)
+        assert failing(doc) == {("source-written", "migold/vol")}
+        [wrote] = [f for f in of_kind(doc, "source-written") if f["dataset"] == "migold/vol"]
+        assert wrote["same_bytes"] is False and wrote["bytes"] <= 64 * 1024, wrote
+    finally:
+        drop_migration(host)

@@ -111,25 +111,59 @@ def incomplete_receive(dst: Dataset, dataset: str) -> list[Finding]:
     ]
 
 
+# At most this many bytes of written@ can be OpenZFS's own bookkeeping rather than data,
+# when nothing a user sees changed.  A pool import claims each dataset's intent log
+# (zil_claim() in module/zfs/zil.c dirties every dataset whose ZIL header points to a log
+# block, as any fsync, `sync` or zvol flush leaves it), and mounting or opening the volume
+# replays and destroys it (zil_replay/zil_destroy): the objset block is rewritten, 1,024
+# bytes (two ditto copies of one sector) at ashift 9, 8 KiB at ashift 12.  64 KiB leaves
+# room for a few metadata blocks at ashift 12 and still bounds what is shrugged off.
+METADATA_ONLY_MAX = 64 * 1024
+
+
 @dataclass(frozen=True)
 class Written:
-    """What was written on one side since the latest common snapshot, and what `zfs diff`
-    says changed (None: not asked; a str: why it could not tell)."""
+    """What was written on one side since the latest common snapshot, what `zfs diff`
+    says changed (None: not asked; a str: why it could not tell), and for a volume whether
+    its bytes equal a device that holds the common snapshot (None: not compared; a str: why
+    they could not be)."""
 
     bytes: int
     changes: list[str] | str | None = None
+    same_bytes: bool | str | None = None
+
+    @property
+    def metadata_only(self) -> bool:
+        """Written, but nothing a user wrote: small, and `zfs diff` lists no path (a
+        filesystem) or the bytes are those of the common snapshot (a volume)."""
+        unseen = self.changes == [] or self.same_bytes is True
+        return 0 < self.bytes <= METADATA_ONLY_MAX and unseen
 
 
 def source_written(dataset: str, common: Common, w: Written) -> list[Finding]:
     if w.bytes == 0:
         return []
+    if w.metadata_only:
+        return [_metadata_only("source-written", dataset, "source", common.src.name, w)]
     message = (
         f"{w.bytes:,} bytes written on the source since @{common.src.name}: the replica "
         "lacks them (stop the writers, snapshot, replicate again)"
     )
     if w.changes == []:
         message += "; `zfs diff` lists no changed path: metadata only, e.g. atime of reads"
+    elif isinstance(w.same_bytes, str):
+        message += f"; its bytes could not be compared: {w.same_bytes}"
     return [Finding("source-written", Severity.FAIL, dataset, message, _changes(w))]
+
+
+def _metadata_only(kind: str, dataset: str, side: str, snapshot: str, w: Written) -> Finding:
+    proof = "zfs diff empty" if w.changes == [] else "the volume's bytes equal @" + snapshot
+    message = (
+        f"metadata only (written@ {w.bytes:,} bytes on the {side} since @{snapshot}, "
+        f"{proof}): OpenZFS's own bookkeeping, e.g. the intent-log claim of a pool import, "
+        "not data"
+    )
+    return Finding(kind, Severity.WARNING, dataset, message, _changes(w))
 
 
 def destination_written(
@@ -141,6 +175,8 @@ def destination_written(
     wrote.  mountpoints: those directories, as `zfs diff` prints paths."""
     if w.bytes == 0:
         return []
+    if w.same_bytes is True and w.metadata_only:
+        return [_metadata_only("destination-modified", dataset, "replica", common.dst.name, w)]
     since = f"{w.bytes:,} bytes written on the replica since @{common.dst.name}"
     if isinstance(w.changes, list) and _only_mountpoints(w.changes, mountpoints):
         what = "mount points only" if w.changes else "no changed path"
@@ -148,6 +184,8 @@ def destination_written(
         return [Finding("destination-modified", Severity.WARNING, dataset, message, _changes(w))]
     if isinstance(w.changes, str):
         message = f"{since}; what changed is unknown (`zfs diff`: {w.changes})"
+        if isinstance(w.same_bytes, str):
+            message += f"; its bytes could not be compared: {w.same_bytes}"
     else:
         changed = [c.replace("\t", " ") for c in w.changes or []]
         message = f"{since}, changing files: {listed(changed, SHOWN)}"
@@ -177,6 +215,8 @@ def _changes(w: Written) -> dict[str, object]:
         details["changes_total"] = len(w.changes)
     elif isinstance(w.changes, str):
         details["changes_unknown"] = w.changes
+    if w.same_bytes is not None:
+        details["same_bytes"] = w.same_bytes is True
     return details
 
 

@@ -160,9 +160,13 @@ def _written(pair: Pair, common: Common, explain: bool) -> tuple[Written, Writte
         return Finding(
             "unreadable", Severity.UNVERIFIED, pair.src.name, f"written@ could not be read: {err}"
         )
-    src_changes = _changes(pair.src, common.src.name) if explain and src_bytes else None
+    src_asked = src_bytes and (explain or src_bytes <= checks.METADATA_ONLY_MAX)
+    src_changes = _changes(pair.src, common.src.name) if src_asked else None
     dst_changes = _changes(pair.dst, common.dst.name) if dst_bytes else None
-    return Written(src_bytes, src_changes), Written(dst_bytes, dst_changes)
+    written = Written(src_bytes, src_changes), Written(dst_bytes, dst_changes)
+    if pair.src.type == "volume":
+        return content.volume_bookkeeping(pair, common, written)
+    return written
 
 
 def _written_bytes(src: str, dst: str, common: Common) -> tuple[int, int]:
