@@ -6,15 +6,16 @@ archive, a bucket).  Each line carries `prev`, the SHA-256 of the previous line'
 (its newline included; 64 zeros on the first), so a line edited, reordered or removed in
 the middle breaks the chain at the line after it.  Lines removed from the end break no
 chain: the head file (HEAD, beside the ledger: {"lines": N, "last": SHA-256 of line N})
-says how far the ledger surely goes.  An append, under the ledger's lock, first replaces
-the head with one that also names the append it is about to make ({"appending": {"lines":
-N + k, "last": SHA-256 of line N + k}}), then appends and fsyncs the k lines, then replaces
-the head with the new count.  So the ledger is never behind its head, and never ahead of it
-by more than the one append it names: a SIGKILL at any point, however many times in a row,
-leaves a ledger every reader accepts, and the next append starts from a head that counts
-every line it proved.  A head without "appending" (as heads were written before they named
-their append) may still be one line behind.  Temporary heads left by a kill
-(HEAD.PID.tmp) are removed by the next append, under the lock.
+says how far the ledger surely goes; the ledger is never behind it.  A head without more
+allows one line more (the line of an append killed before its head was replaced); a head
+that also names an append ({"appending": {"lines": N + k, "last": SHA-256 of line N + k}})
+allows that append.  An append, under the ledger's lock, appends and fsyncs its k lines,
+then replaces the head with the new count; first, unless the head counts every line and
+k is 1 (a scrub's append: the one line more is allowed already), it replaces the head with
+one that counts every line and names the append.  So a SIGKILL at any point, however many
+times in a row, leaves a ledger every reader accepts: an append that finds the head behind
+(one line, or an append it names) brings it up to date before it appends.  Temporary heads
+left by a kill (HEAD.PID.tmp) are removed by the next append, under the lock.
 
 A torn last line (bytes after the last newline: an append killed mid-write) is reported
 (`torn`) and is not a tampering: the head never counted it.  The next append cuts it off
@@ -201,7 +202,10 @@ class Ledger:
             if not self._swept:
                 _sweep_temporary_heads(self.head)
                 self._swept = True
-            proven, proven_last = len(self.records), self.last
+            # as the head is now (a killed append may have left it behind, or naming an
+            # append that was never made), for the lines proven so far
+            current = _check_head(self.path, self.head, [GENESIS, *self.hashes])
+            proven = {"lines": len(self.records), "last": self.last}
             lines = b""
             for r in records:
                 mine = replace(r, prev=self.last, archive=r.archive or self.archive)
@@ -209,11 +213,14 @@ class Ledger:
                 lines += line
                 self.records.append(mine)
                 self.hashes.append(hashlib.sha256(line).hexdigest())
-            # the head first names this append (and counts every line proven so far, one
-            # a killed append left ahead of it too): a kill anywhere below leaves a ledger
-            # that every reader accepts, however many times in a row
-            appending = {"lines": len(self.records), "last": self.last}
-            _write_head(self.head, {"lines": proven, "last": proven_last, "appending": appending})
+            if current != (proven["lines"], None) or len(records) > 1:
+                # the head first counts every line proven and names this append: a kill
+                # anywhere below leaves a ledger that every reader accepts, however many
+                # times in a row.  (A head that counts every line already allows the one
+                # line ahead a kill leaves: one append of one line, a scrub's, needs no
+                # second head write.)
+                appending = {"lines": len(self.records), "last": self.last}
+                _write_head(self.head, proven | {"appending": appending})
             _io("writing", self.path, _write_all, fd, lines)
             _io("fsync of", self.path, os.fsync, fd)
             self.good += len(lines)
@@ -303,9 +310,10 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _check_head(path: str, head: str, chain: list[str]) -> None:
+def _check_head(path: str, head: str, chain: list[str]) -> tuple[int, int | None]:
     """The ledger must hold every line its head counts, and no more than the append the
-    head names (see the module's docstring).  chain: GENESIS, then the hash of each line."""
+    head names (see the module's docstring).  chain: GENESIS, then the hash of each line.
+    Returns what the head counts: (lines, the end of the append it names, or None)."""
     lines = len(chain) - 1
     try:
         data: bytes | None = _read_small(head)
@@ -314,7 +322,7 @@ def _check_head(path: str, head: str, chain: list[str]) -> None:
     if data is None:
         if lines > 1:
             raise Tampered(f"{head}: missing, while {path} has {lines} lines")
-        return
+        return (0, None)
     (counted, hashed), appending = _parse_head(head, data)
     if counted > lines:
         raise Tampered(
@@ -329,7 +337,7 @@ def _check_head(path: str, head: str, chain: list[str]) -> None:
                 f"{path}: line {counted + 2}: its head counts {counted} lines, and at most "
                 "one append can be ahead of it (lines added by hand?)"
             )
-        return
+        return (counted, None)
     upto, upto_hash = appending
     if lines > upto:
         raise Tampered(
@@ -338,6 +346,7 @@ def _check_head(path: str, head: str, chain: list[str]) -> None:
         )
     if lines == upto and chain[upto] != upto_hash:
         raise Tampered(f"{path}: line {upto}: not the line its head's append ends at (edited?)")
+    return (counted, upto)
 
 
 def _parse_head(head: str, data: bytes) -> tuple[tuple[int, str], tuple[int, str] | None]:
