@@ -435,3 +435,26 @@ def test_l2_a_child_created_since_an_incremental_package_is_restorable_or_named(
     assert restorable(doc, "tank/q/k3") == {
         "1": ["tank%2Fq@0.zfsfull", "tank%2Fq@0-@1.zfsincstream"]
     }
+
+
+def test_l2_restore_of_a_child_made_since_receives_its_parents_full_first(tmp_path) -> None:
+    """--dataset chooses the child: the files its route takes that never carried it (the
+    parent's full) are read and received all the same, first."""
+    pkg = replication([("tank/q@1", 1001, 1000, 0), ("tank/q/k3@1", 4001, 0, 0)], "tank/q@1")
+    root = archive(
+        tmp_path,
+        {
+            "tank%2Fq@0-@1.zfsincstream": pkg,
+            "tank%2Fq@0.zfsfull": synthetic("tank/q@0", 1000, created=T - 60),
+        },
+    )
+    script = tmp_path / "restore.sh"
+    args = ("--script", str(script), "--dataset", "tank/q/k3", str(root), "rest/q")
+    done = zverify("cold", "restore", *args)
+    assert done.returncode == 0, done.stderr
+    receives = [line for line in script.read_text().splitlines() if line.startswith("zfs rec")]
+    assert [line.split()[-1].rsplit("/", 1)[-1] for line in receives] == [
+        "tank%2Fq@0.zfsfull",
+        "tank%2Fq@0-@1.zfsincstream",
+    ]
+    assert all(" rest/q < " in line for line in receives), receives

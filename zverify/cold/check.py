@@ -163,7 +163,9 @@ def check_archive(
     if dataset is not None:
         chosen = renamed.get(dataset, dataset)
         datasets = [d for d in datasets if d == chosen]
-        files = [f for f in files if f.archived is None or _carries(f.archived, chosen, renamed)]
+        # and the files its routes may take (chain: a package's mates), for restore
+        mates = {d for a in archived if chosen in a.datasets for d in a.datasets}
+        files = [f for f in files if f.archived is None or _carries(f.archived, mates, renamed)]
     plans = {d: p for d, p in plan(archived).items() if d in datasets}
     for d, p in plans.items():
         p.was = tuple(sorted(n for n, named in renamed.items() if named == d and n != d))
@@ -187,8 +189,8 @@ def check_archive(
     return report
 
 
-def _carries(f: ArchivedFile, dataset: str, renamed: dict[str, str]) -> bool:
-    return any(renamed.get(d, d) == dataset for d in f.datasets)
+def _carries(f: ArchivedFile, datasets: set[str], renamed: dict[str, str]) -> bool:
+    return any(renamed.get(d, d) in datasets for d in f.datasets)
 
 
 def prove_file(
@@ -276,10 +278,10 @@ def _look(
         return FileReport(name, "unknown", readable=False, problems=[problem])
     if is_lock_file(entry):
         return None
-    if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS):
+    if stat.S_ISDIR(st.st_mode) and name.endswith(WORK_DIRS) and store.uses_local_files:
         return _check_partial(store, name, st)
-    if not stat.S_ISREG(st.st_mode):
-        what = entries.what(store.local_path(name), st)
+    if not stat.S_ISREG(st.st_mode):  # a bucket's: a common prefix, a "subdirectory"
+        what = entries.what(store.local_path(name) if store.uses_local_files else name, st)
         problem = Problem(name, "not-a-stream", f"{what}: not read, not followed")
         return FileReport(name, "unknown", problems=[problem])
     doubts = [Problem(name, kind, message) for kind, message in entries.doubts(st, entry.owner)]
