@@ -335,7 +335,7 @@ def _check_head(path: str, head: str, chain: list[str]) -> tuple[int, int | None
         if counted < lines - 1:
             raise Tampered(
                 f"{path}: line {counted + 2}: its head counts {counted} lines, and at most "
-                "one append can be ahead of it (lines added by hand?)"
+                "one line can be ahead of it (lines added by hand?)"
             )
         return (counted, None)
     upto, upto_hash = appending

@@ -118,7 +118,10 @@ _METRICS = (
         "oldest_proof_age_seconds",
         "Age of the oldest proof of the archive's files (+Inf while a file has none).",
     ),
-    ("unproven_bytes", "Bytes never proven, last proven damaged, or older than --max-age."),
+    (
+        "unproven_bytes",
+        "Bytes never proven, last proven damaged, no longer standing, or older than --max-age.",
+    ),
     ("damaged_files", "Files whose last proof found them damaged, unreadable or wrong."),
     (
         "last_full_pass_timestamp_seconds",
