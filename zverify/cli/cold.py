@@ -77,7 +77,7 @@ Recursive = Annotated[
         "--recursive",
         "-r",
         help="Also the directories below each DIR (one per dataset, any depth; a symlinked "
-        "directory is never followed).",
+        "directory is never followed), or the prefixes below an s3:// URL's.",
     ),
 ]
 
@@ -636,11 +636,9 @@ def _store(
         return LocalStore(directories, recursive)
     if len(directories) > 1:
         raise UsageError("an s3:// archive is given alone: one URL, no directories beside it")
-    if recursive:
-        raise UsageError("--recursive is for directories: every key below an s3:// URL is read")
     from zverify.cold.s3 import S3Store
 
-    return S3Store(urls[0], endpoint_url, storage_class=storage_class)
+    return S3Store(urls[0], endpoint_url, storage_class=storage_class, recursive=recursive)
 
 
 def _split_places(arguments: list[str]) -> tuple[list[str], list[str]]:

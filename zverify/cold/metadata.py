@@ -9,6 +9,7 @@ one that was sent.  A server that keeps no checksum leaves only the size compare
 file's `stored` facts say which were.
 """
 
+import stat
 from concurrent.futures import ThreadPoolExecutor
 
 from zverify.cold import names
@@ -40,6 +41,11 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     def one(entry: Entry) -> FileReport:
         if entry.upload is not None:
             return upload_report(store, entry)
+        if entry.st is not None and stat.S_ISDIR(entry.st.st_mode):  # a common prefix
+            why = "a directory: not read, not followed"
+            return FileReport(
+                entry.key, "unknown", problems=[Problem(entry.key, "not-a-stream", why)]
+            )
         return _described(store, entry, sidecars.get(entry.key + SIDECAR))
 
     # two requests an object (HEAD, the sidecar's GET), each a round trip: a few at a time

@@ -3,8 +3,11 @@ zverify.cold.store, so that check, send, restore, prune and clean prove a bucket
 exactly as a directory's: the same chain model, the same scanner reading every byte.
 
 Keys are the object keys below PREFIX (the same file names as in a directory: sidecars beside
-their streams).  Configuration is boto3's, as for every AWS tool: the environment, profiles,
-~/.aws/config, AWS_ENDPOINT_URL or --endpoint-url for S3-compatible servers.
+their streams).  PREFIX is one level, as a directory is: a common prefix below it (PREFIX/SUB/)
+is an entry like a subdirectory, reported and never read, unless --recursive reads every level
+(keys SUB/NAME); s3://BUCKET alone is the bucket's top level.  Configuration is boto3's, as
+for every AWS tool: the environment, profiles, ~/.aws/config, AWS_ENDPOINT_URL or
+--endpoint-url for S3-compatible servers.
 
 What a bucket is not, and how that is made up for:
 - no flock: a bucket has no lock two hosts could share.  A send never overwrites (its upload is
@@ -27,6 +30,7 @@ interface's one implementation would be scattered.
 import contextlib
 import datetime
 import errno
+import hashlib
 import os
 import stat
 import time
@@ -66,7 +70,6 @@ def idle_limit() -> float:
 class S3Store:
     """The Store of one bucket prefix (see the module's docstring)."""
 
-    recursive = False
     uses_local_files = False
 
     def __init__(
@@ -75,10 +78,13 @@ class S3Store:
         endpoint_url: str | None = None,
         client: Any = None,
         storage_class: str | None = None,
+        recursive: bool = False,
     ) -> None:
         """storage_class: what new streams are written as (sidecars stay STANDARD, so that
-        --depth metadata can always read them)."""
+        --depth metadata can always read them); recursive: the keys below the prefix's
+        level too (--recursive), as the directories below an archive directory."""
         self.location = Location.parse(url)
+        self.recursive = recursive
         self.storage_class = storage_class
         self.places = [self.location.url]
         self.client = client if client is not None else make_client(endpoint_url)
@@ -119,18 +125,24 @@ class S3Store:
     # -- listing --------------------------------------------------------------------------
 
     def entries(self) -> list[Entry]:
-        """Every object below the prefix (its latest version) and every unfinished multipart
-        upload (as NAME.partial), sorted by key.  Raises ArchiveError when the bucket cannot
-        be listed."""
+        """The prefix's level, as a directory's entries: every object (its latest version),
+        every "subdirectory" (a common prefix, an entry like a directory's subdirectory:
+        check reports it, prune refuses) and every unfinished multipart upload (as
+        NAME.partial), sorted by key.  With recursive, the objects and uploads below the
+        prefix at any depth instead (keys SUB/NAME), as LocalStore walks subdirectories.
+        Raises ArchiveError when the bucket cannot be listed."""
         loc = self.location
         try:
             self.versioned = self._versioning() in ("Enabled", "Suspended")
-            listed = self._objects(self.versioned)
-            uploads = self._uploads()
+            listed, below = self._objects(self.versioned)
+            uploads, below_uploads = self._uploads()
         except errors() as err:
             raise ArchiveError(f"cannot list {loc.url}: {why(err)}") from None
         self._listed = listed
         found = [Entry(key, loc.url, _stat(obj)) for key, obj in listed.items()]
+        found += [
+            Entry(key, loc.url, _folder_stat(loc.prefix + key)) for key in below | below_uploads
+        ]
         found += uploads
         return sorted(found, key=lambda e: e.key)
 
@@ -138,37 +150,51 @@ class S3Store:
         answer = self.client.get_bucket_versioning(Bucket=self.location.bucket)
         return str(answer.get("Status", ""))
 
-    def _objects(self, versioned: bool) -> dict[str, Listed]:
+    def _pages(self, listing: str) -> Iterator[dict[str, Any]]:
+        """The pages of a listing of the prefix: its level only (Delimiter "/": what is
+        below comes as common prefixes, spread over the pages), or with recursive every
+        key below it."""
+        level = {} if self.recursive else {"Delimiter": "/"}
+        return self.client.get_paginator(listing).paginate(  # type: ignore[no-any-return]
+            Bucket=self.location.bucket, Prefix=self.location.prefix, **level
+        )
+
+    def _subdirectories(self, page: dict[str, Any]) -> set[str]:
+        """The common prefixes of a page as keys: SUB for PREFIX/SUB/ (a key of its own:
+        "/" alone, for PREFIX//)."""
+        start = len(self.location.prefix)
+        return {p["Prefix"][start:-1] or "/" for p in page.get("CommonPrefixes", [])}
+
+    def _objects(self, versioned: bool) -> tuple[dict[str, Listed], set[str]]:
         """Each key's object (in a versioned bucket its latest version, unless a delete
-        marker hides it), but "folder" markers, which hold nothing."""
+        marker hides it), but "folder" markers, which hold nothing; and the subdirectories."""
         found: dict[str, Listed] = {}
+        below: set[str] = set()
         listing, field = (
             ("list_object_versions", "Versions") if versioned else ("list_objects_v2", "Contents")
         )
-        pages = self.client.get_paginator(listing).paginate(
-            Bucket=self.location.bucket, Prefix=self.location.prefix
-        )
-        for page in pages:
+        for page in self._pages(listing):
+            below |= self._subdirectories(page)
             for o in page.get(field, []):
                 key = o["Key"][len(self.location.prefix) :]
-                if key and not key.endswith("/") and o.get("IsLatest", True):
-                    version = o.get("VersionId") if versioned else None
+                if not key or key.endswith("/"):
+                    continue
+                version = o.get("VersionId") if versioned else None
+                if o.get("IsLatest", True):
                     found[key] = Listed(
                         o["ETag"], version, o["Size"], o["LastModified"], o.get("StorageClass", "")
                     )
-        return found
+        return found, below
 
-    def _uploads(self) -> list[Entry]:
-        found = []
-        pages = self.client.get_paginator("list_multipart_uploads").paginate(
-            Bucket=self.location.bucket, Prefix=self.location.prefix
-        )
-        for page in pages:
+    def _uploads(self) -> tuple[list[Entry], set[str]]:
+        found, below = [], set()
+        for page in self._pages("list_multipart_uploads"):
+            below |= self._subdirectories(page)
             for u in page.get("Uploads", []):
                 key = u["Key"][len(self.location.prefix) :] + names.PARTIAL
                 st = _stat(Listed(u["UploadId"], None, 0, u["Initiated"], ""))
                 found.append(Entry(key, self.location.url, st, upload=u["UploadId"]))
-        return found
+        return found, below
 
     def upload_state(self, entry: Entry) -> tuple[int, float, bool]:
         """(bytes uploaded, seconds since its last part, whether that makes it a leftover) of
@@ -501,6 +527,12 @@ class Locked(ColdError):
         self.key, self.until = key, until
         when = "under a legal hold" if until.year == 9999 else f"locked until {until:%Y-%m-%d}"
         super().__init__(f"{names.shown(key)} is {when}: not deleted")
+
+
+def _folder_stat(prefix: str) -> os.stat_result:
+    """A common prefix as an lstat() would describe a directory (its inode a hash of it)."""
+    ino = int.from_bytes(hashlib.sha256(prefix.encode()).digest()[:8], "big") >> 1
+    return os.stat_result((stat.S_IFDIR | 0o700, ino, 0, 1, 0, 0, 0, 0, 0, 0))
 
 
 def _stat(listed: Listed) -> os.stat_result:

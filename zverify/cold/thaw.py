@@ -28,6 +28,7 @@ What is thawed:
 import errno
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from stat import S_ISREG
 from typing import Any
 
 from zverify.cold import names, restore, sidecar
@@ -182,8 +183,15 @@ def _described(
 
 
 def _stream(entry: Entry) -> bool:
-    """What may be a stream: not a sidecar, parity, kept original, lock file or upload."""
-    return not beside_streams(entry) and entry.upload is None and entry.st is not None
+    """What may be a stream: not a sidecar, parity, kept original, lock file, upload or
+    common prefix (a "subdirectory", which a check reports)."""
+    st = entry.st
+    return (
+        not beside_streams(entry)
+        and entry.upload is None
+        and st is not None
+        and S_ISREG(st.st_mode)
+    )
 
 
 def _file(store: Store, entry: Entry, aside: Entry) -> _Described | None:
