@@ -540,6 +540,7 @@ def prune_chains(
         for d in decisions:
             if d.files and d.refused is None:
                 d.refused = prune.locked(store, d)
+                d.left = prune.left_behind(store, d.files)
         actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
         if yes:
             for d in decisions:
@@ -592,6 +593,7 @@ def _prune_one(
     if scratch is not None:
         prune.trial_receive(report, d, scratch)
     deleted = prune.delete_files(store, d, report)
+    d.left = prune.left_behind(store, deleted)  # as found now, not as listed
     released, note = prune.release_keepers(d)
     return {"deleted": deleted, "released": released, "note": note, "deletion": store.deletion}
 

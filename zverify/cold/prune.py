@@ -55,6 +55,7 @@ class DatasetPrune:
     newest_kept: Restorable | None = None  # what the kept files alone restore, newest
     lost: list[Restorable] = field(default_factory=list)  # snapshots no longer restorable
     refused: str | None = None
+    left: dict[str, str] = field(default_factory=dict)  # file -> what of it stays (versions)
 
 
 def blocked(report: ArchiveReport) -> str | None:
@@ -239,6 +240,14 @@ def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) ->
             ) from None
         deleted.append(name)
     return deleted
+
+
+def left_behind(store: Store, files: list[str]) -> dict[str, str]:
+    """What stays of each file once deleted, in words, by name: in a versioned bucket the
+    older versions of its key, the newest of which becomes current, never read, so that the
+    file is not gone (its next check judges what is there; a later prune deletes it once
+    proven).  Only the proven version is ever deleted: an older one was never read."""
+    return {name: said for name in files if (said := store.left_behind(name))}
 
 
 def locked(store: Store, decision: DatasetPrune) -> str | None:

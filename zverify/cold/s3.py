@@ -89,6 +89,8 @@ class S3Store:
         self.places = [self.location.url]
         self.client = client if client is not None else make_client(endpoint_url)
         self._listed: dict[str, Listed] = {}
+        self._older: dict[str, int] = {}  # key -> older versions listed under its latest
+        self._deleted: set[str] = set()  # keys whose proven version delete() removed
         self._feeds: dict[int, Feed] = {}
         self.versioned = False
 
@@ -167,9 +169,11 @@ class S3Store:
 
     def _objects(self, versioned: bool) -> tuple[dict[str, Listed], set[str]]:
         """Each key's object (in a versioned bucket its latest version, unless a delete
-        marker hides it), but "folder" markers, which hold nothing; and the subdirectories."""
+        marker hides it), but "folder" markers, which hold nothing; and the subdirectories.
+        Remembers how many older versions each key keeps (left_behind())."""
         found: dict[str, Listed] = {}
         below: set[str] = set()
+        older: dict[str, set[str]] = {}
         listing, field = (
             ("list_object_versions", "Versions") if versioned else ("list_objects_v2", "Contents")
         )
@@ -184,6 +188,9 @@ class S3Store:
                     found[key] = Listed(
                         o["ETag"], version, o["Size"], o["LastModified"], o.get("StorageClass", "")
                     )
+                else:  # a set: a server may repeat a page's last version on the next page
+                    older.setdefault(key, set()).add(str(version))
+        self._older = {key: len(versions) for key, versions in older.items() if key in found}
         return found, below
 
     def _uploads(self) -> tuple[list[Entry], set[str]]:
@@ -490,6 +497,33 @@ class S3Store:
         if until is not None:
             raise Locked(key, until)
         self._delete_listed(key, listed)
+        self._deleted.add(key)
+
+    def left_behind(self, key: str) -> str | None:
+        """What of key stays in the bucket once its proven version is deleted, in words, or
+        None: in a versioned bucket its older versions, the newest of which becomes current
+        (never read) unless a delete marker is newer.  Before the deletion, as listed; after
+        it, as a HEAD finds the key now."""
+        older = self._older.get(key, 0)
+        if not older:
+            return None
+        stays = f"{older} older version(s) stay in the bucket (versioning)"
+        if key not in self._deleted:
+            return (
+                f"{stays}: the newest becomes current, never read, unless a delete marker hides it"
+            )
+        try:
+            now = self.head(key)
+        except OSError as err:
+            return f"{stays}; whether one is current now cannot be asked ({err.strerror})"
+        if now is None:
+            return f"{stays}, hidden behind a delete marker (still stored)"
+        when = now.get("LastModified")
+        of = f" of {when:%Y-%m-%d %H:%M}" if when else ""
+        return (
+            f"{stays}: version {now.get('VersionId')} ({now.get('ContentLength', 0):,} bytes{of}) "
+            "is current now, never read: the next `zverify cold check` judges it"
+        )
 
     def delete_aside(self, key: str) -> None:
         """A sidecar's or parity's object, when there is one."""

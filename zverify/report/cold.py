@@ -315,6 +315,9 @@ def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
     verb = how.get(done.get("deletion", ""), "deleted") if done.get("deleted") else "would delete"
     lines.append(f"  {verb} {len(d.files)} file(s), {d.bytes:,} bytes, in this order:")
     lines += [f"    {shown(name)}" for name in d.files]
+    if d.left:  # a versioned bucket: only the proven version goes, an older one stays
+        lines.append("  not gone: older versions of these stay in the bucket:")
+        lines += [f"    {shown(name)}: {said}" for name, said in d.left.items()]
     lost = ", ".join(f"@{gone.snapshot}" for gone in d.lost)
     lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
     lines += [f"  released {name}" for name in done.get("released") or []]
@@ -331,6 +334,8 @@ def _prune_verdict(r: Pruned) -> str:
     tail = f"; {refused} dataset(s) refused" if refused else ""
     if not files:
         return f"{'REFUSED' if refused else 'NOTHING TO PRUNE'}: nothing deleted{tail}"
+    left = sum(len(d.left) for d in r.decisions if not d.refused)
+    tail += f"; {left} of them keep older versions, not gone (listed above)" if left else ""
     if not r.yes:
         return f"DRY RUN: {files} file(s) would be deleted{tail}"
     return f"PRUNED: {files} file(s) deleted{tail}"
@@ -358,6 +363,7 @@ def prune_json(r: Pruned) -> str:
                 if d.files
                 else [],
                 "refused": d.refused,
+                "left": [{"file": json_name(n), "message": _message(m)} for n, m in d.left.items()],
                 **done.get(d.dataset, {}),
             }
             for d in r.decisions
