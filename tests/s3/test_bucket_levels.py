@@ -163,3 +163,16 @@ def test_subdirectories_and_objects_listed_over_many_pages(s3env: S3Env, version
     store = S3Store(f"s3://{s3env.bucket}/p", client=_SmallPages(s3env.client))
     listed = [(e.key, e.st is not None and e.st.st_size == 0) for e in store.entries()]
     assert listed == [(f"d{i}", True) for i in range(5)] + [(f"f{i}", False) for i in range(5)]
+
+
+@pytest.mark.parametrize("depth", ["metadata", "sample"])
+def test_the_shallow_depths_report_a_sub_folder_as_a_full_check_does(
+    s3env: S3Env, depth: str
+) -> None:
+    put(s3env, LAYOUT, "r2/")
+    code, report = run("check", "--depth", depth, f"s3://{s3env.bucket}/r2")
+    assert code == 2  # streams without a sidecar: unproven at these depths
+    assert SUBDIRECTORY in found(report)
+    sub = next(f for f in report["files"] if f["file"] == "offsite-2025")
+    assert "sample" not in (sub.get("stored") or {})  # nothing was skipped: no stream at all
+    assert {f["file"] for f in report["files"]} == set(bucket.CHAIN_B) | {"offsite-2025"}

@@ -102,7 +102,7 @@ def _record(f: FileReport, got: Sampled | None) -> None:
     stored = f.stored if f.stored is not None else {}
     f.stored = stored
     if got is None:
-        if f.kind != "partial" and f.readable:
+        if f.kind != "partial" and f.readable and f.name.endswith(names.COMPRESSION_SUFFIXES):
             stored["sample"] = {"skipped": "compressed: a range of it is no range of its stream"}
         return
     stored["sample"] = {
