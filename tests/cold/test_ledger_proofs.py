@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +77,49 @@ def test_a_ledger_shared_by_two_archives_lends_no_proof(tmp_path: Path) -> None:
     code, doc, err = scrub(one, "--ledger", str(shared), "--max-age", "30")
     assert code == 0 and read_now(doc) == [] and doc["unproven_bytes"] == 0, err
     archives = {json.loads(line)["archive"] for line in shared.read_bytes().splitlines()}
-    assert archives == {f"{os.path.realpath(p)} (device {p.stat().st_dev})" for p in (one, two)}
+    fs = os.statvfs(tmp_path).f_fsid
+    assert archives == {f"{os.path.realpath(p)} (filesystem {fs})" for p in (one, two)}
+
+
+@contextmanager
+def loop_mounted(image: Path, where: Path) -> Iterator[int]:
+    """image mounted at where through a new loop device; yields the mount's st_dev."""
+    subprocess.run(["mount", "-o", "loop", str(image), str(where)], check=True)
+    try:
+        yield where.stat().st_dev
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a filesystem needs root")
+def test_proofs_stand_when_the_disk_comes_back_under_another_device_number(
+    tmp_path: Path,
+) -> None:
+    """A cold disk plugged into another port (or a ZFS dataset mounted in another order after
+    a reboot) has another st_dev; its files are the same files, and their proofs stand.  The
+    filesystem's own id (statvfs) is what a proof names, not the device number."""
+    image, mnt, spare = tmp_path / "cold.img", tmp_path / "mnt", tmp_path / "spare.img"
+    for f, size in ((image, "16M"), (spare, "1M")):
+        subprocess.run(["truncate", "-s", size, str(f)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    mnt.mkdir()
+    with loop_mounted(image, mnt) as first:
+        archive(mnt / "A", FULL_S1, INC_S1_S2)
+        code, doc, err = scrub(mnt / "A")
+        assert code == 0 and sorted(read_now(doc)) == sorted([FULL_S1, INC_S1_S2]), err
+    holder = subprocess.run(
+        ["losetup", "-f", "--show", str(spare)], check=True, capture_output=True, text=True
+    ).stdout.strip()  # takes the loop device the image had: it comes back on another one
+    try:
+        with loop_mounted(image, mnt) as second:
+            assert second != first
+            code, doc, err = scrub(mnt / "A", "--max-age", "3600")
+            assert code == 0 and read_now(doc) == [] and doc["unproven_bytes"] == 0, err
+            flip(mnt / "A" / FULL_S1)  # and a change is still seen on the same filesystem
+            code, doc, err = scrub(mnt / "A", "--max-age", "3600")
+            assert code == 1 and read_now(doc) == [FULL_S1], err
+    finally:
+        subprocess.run(["losetup", "-d", holder], check=False)
 
 
 @pytest.mark.parametrize("mtime", ["restored", "new"])

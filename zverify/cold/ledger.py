@@ -22,11 +22,11 @@ A torn last line (bytes after the last newline: an append killed mid-write) is r
 before writing, under the ledger's lock: its proof is lost and is simply made again.
 
 A record says which bytes it proved: the archive (archive_of() in zverify.cold.scrub: the
-directory's real path and device, or the bucket's URL), and the file as it was listed before
-it was read (device, inode, modification and change times in ns; a bucket object's ETag and
-version id).  A proof stands only for that file of that archive: a ledger shared by two
-archives keeps each one's proofs apart (Ledger.open(path, archive)), and a record without
-them (written before they were recorded) proves nothing any more.
+directory's real path and filesystem id, or the bucket's URL), and the file as it was listed
+before it was read (its filesystem's id, inode, modification and change times in ns; a bucket
+object's ETag and version id).  A proof stands only for that file of that archive: a ledger
+shared by two archives keeps each one's proofs apart (Ledger.open(path, archive)), and a
+record without them (written before they were recorded) proves nothing any more.
 
 Appends use O_APPEND and fsync, under an exclusive flock(2) of the ledger file itself (a
 check and a scrub may record at once); a writer first reads what others appended since

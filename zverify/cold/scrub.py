@@ -175,9 +175,28 @@ def archive_of(store: Store) -> str:
 
 def _directory_id(place: str) -> str:
     try:
-        return f"{os.path.realpath(place)} (device {os.stat(place).st_dev})"
+        return f"{os.path.realpath(place)} (filesystem {volume_of(os.stat(place).st_dev, place)})"
     except OSError as err:
         raise ArchiveError(f"cannot read archive {place!r}: {err.strerror}") from None
+
+
+_volumes: dict[tuple[int, str], int] = {}
+
+
+def volume_of(dev: int, place: str) -> int:
+    """The filesystem a file of place is on, as a ledger names it across runs.  Not st_dev:
+    ZFS datasets and btrfs subvolumes get anonymous device numbers in mount order, and a
+    removable disk's number follows the port it is plugged into, so after a reboot or a
+    re-plug every proof would stand for "another file".  statvfs's filesystem id is derived
+    from the filesystem's own UUID or GUID on ext4, btrfs and ZFS (and from the device where
+    the filesystem has nothing better, as on XFS: no worse than st_dev).  A bucket's place
+    has no statvfs: its objects keep their synthetic dev."""
+    if (dev, place) not in _volumes:
+        try:
+            _volumes[dev, place] = os.statvfs(place).f_fsid or dev
+        except (OSError, ValueError):
+            return dev
+    return _volumes[dev, place]
 
 
 def _scrubbed(e: Entry) -> bool:
@@ -198,9 +217,9 @@ def _size(e: Entry) -> int:
     return e.st.st_size if e.st is not None and stat.S_ISREG(e.st.st_mode) else 0
 
 
-def stamp_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
+def stamp_of(st: os.stat_result, place: str) -> tuple[int, int, int, int, int]:
     """What a record names of the file it proved (LedgerRecord.stamp)."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return (volume_of(st.st_dev, place), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 FUTURE = "dated later than now"
@@ -214,7 +233,7 @@ def _doubt(e: Entry, last: LedgerRecord | None, at: datetime.datetime) -> str | 
         return last.result
     if last.when > at + SKEW:  # said first: the clock, not the file, is wrong
         return FUTURE
-    if e.st is None or last.stamp != stamp_of(e.st):
+    if e.st is None or last.stamp != stamp_of(e.st, e.place):
         return "not the file proven"  # or a record without the file's identity (old line)
     return None
 
@@ -301,7 +320,8 @@ def record_of(f: FileReport, size: int, method: str, result: str) -> LedgerRecor
     if f.identity is None or f.ctime_ns is None:
         return record  # nothing was read of it: no file to name
     i = f.identity
-    return replace(record, dev=i.dev, ino=i.ino, mtime_ns=i.mtime_ns, ctime_ns=f.ctime_ns)
+    dev = volume_of(i.dev, f.place)
+    return replace(record, dev=dev, ino=i.ino, mtime_ns=i.mtime_ns, ctime_ns=f.ctime_ns)
 
 
 def replaced(f: FileReport, before: LedgerRecord) -> list[Problem]:
