@@ -74,3 +74,20 @@ def test_a_key_without_older_versions_leaves_nothing_to_say(s3env_versioned: S3E
     bucket.upload(s3env_versioned, {**bucket.CHAIN_A, **bucket.CHAIN_B})
     code, done = prune(s3env_versioned, "--yes")
     assert (code, done["left"]) == (0, [])
+
+
+def test_a_dataset_refused_by_a_lock_says_nothing_of_versions(s3env_locked: S3Env) -> None:
+    import datetime
+
+    env = s3env_locked
+    bucket.upload(env, {FULL: bucket.CHAIN_A[FULL]})
+    bucket.upload(env, {**bucket.CHAIN_A, **bucket.CHAIN_B})
+    until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2)
+    env.client.put_object_retention(
+        Bucket=env.bucket,
+        Key="archive/fs@s1-s2.zfs",
+        Retention={"Mode": "GOVERNANCE", "RetainUntilDate": until},
+    )
+    code, dry = prune(env)
+    assert code == 1 and "locked until" in dry["refused"]
+    assert dry["left"] == []  # nothing of it goes: nothing of it is left behind

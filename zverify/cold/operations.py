@@ -540,6 +540,7 @@ def prune_chains(
         for d in decisions:
             if d.files and d.refused is None:
                 d.refused = prune.locked(store, d)
+            if d.files and d.refused is None:
                 d.left = prune.left_behind(store, d.files)
         actions: dict[str, dict[str, object]] = {d.dataset: {} for d in decisions}
         if yes:
