@@ -124,8 +124,9 @@ def receive_all(
         finish = _finisher(report, f.name)
         _receive_fd(fd, shown(f.name), where[f.name], done, hook, finish)
         base += f.size
-        have = {s.guid for s in inventory.snapshots(at) if not s.bookmark}
-        for step in f.steps_of(plan.dataset):
+        mine = f.steps_of(plan.dataset)  # none: a file that puts a parent in place first
+        have = {s.guid for s in inventory.snapshots(at) if not s.bookmark} if mine else set()
+        for step in mine:
             if step.to_guid not in have:
                 raise ColdError(
                     f"after receiving {shown(f.name)}, {at}@{step.snapshot} with guid "
