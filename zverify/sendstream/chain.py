@@ -9,12 +9,15 @@ one new dataset tree (zverify.cold.restore).  The model follows it exactly:
   below it, so that each file has a place under the target);
 * a file can be received when every substream in it is accepted in turn: a full only for a
   dataset not there yet, an incremental only from that dataset's tip and with the flags the
-  tip demands (-w, -L); a `-R` package therefore needs every dataset it carries in place;
+  tip demands (-w, -L), a clone only from an origin an earlier substream of the same file
+  brought (a `-R` package sends the origin first); a `-R` package therefore needs every
+  dataset it carries in place;
 * receiving it brings every snapshot it holds.
 
-restorable() searches from nothing, fewest bytes first, so each restorable snapshot comes
-with the cheapest list of files that rebuilds it.  Names are never trusted: files connect
-only by GUID.
+plan() searches from nothing, fewest bytes first, so each restorable snapshot comes with the
+cheapest list of files that rebuilds it.  Names are never trusted: files connect only by
+GUID, and a dataset renamed between its streams is one chain (lineages(): the caller joins
+the names before planning, as `zfs receive` ignores an incremental's dataset name).
 
 The order of snapshots comes from the streams alone: an incremental from A to B says that A
 is older than B, whatever the clocks said.  Two snapshots no stream connects have no order
