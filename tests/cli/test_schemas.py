@@ -387,7 +387,7 @@ CUTOVER_STATE: dict[str, Any] = {
         "p/b": [["s1", 7, 10, 0]],
         "q/b": [["x", 8, 4, 0]],
     },
-    "written": {"p@s1": 0, "q@s1": 0, "p/a@s1": 4096, "q/a@s1": 512},
+    "written": {"p@s1": 0, "q@s1": 0, "p/a@s1": 4096, "q/a@s1": 512, "q/a@s2": 512},
 }  # fmt: skip
 
 

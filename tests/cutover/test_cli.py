@@ -213,3 +213,36 @@ def test_a_small_write_that_zfs_diff_lists_is_not_ready(standin):
     r = zverify("cutover", "p/a", "q/a")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "source-written" in r.stdout and "1,024 bytes written on the source" in r.stdout
+
+
+def test_files_the_replica_received_in_a_newer_snapshot_are_not_changes_on_it(standin):
+    """adversarial-4 L5: the source destroyed its newest snapshot @s2 after replicating it;
+    written@s1 on the replica counts what it received into @s2, which nobody wrote there:
+    NOT READY by `diverged` alone, not `destination-modified` listing received files."""
+    q = [["s1", 111, 4, 0], ["s2", 222, 6, 0]]
+    diverged = {
+        **STATE,
+        "snapshots": {"p/a": [["s1", 111, 10, 0]], "q/a": q},
+        "written": {"p/a@s1": 0, "q/a@s1": 14336, "q/a@s2": 0},
+        "diff": {"q/a@s1": ["+\t/q/a/late-file"]},
+    }
+    standin(diverged)
+    doc = json.loads(zverify("cutover", "--json", "p/a", "q/a").stdout)
+    assert [(f["kind"], f["severity"]) for f in doc["findings"]] == [("diverged", "fail")]
+    assert doc["datasets"][0]["dst_written"] == 14336
+
+
+def test_a_write_after_the_replicas_newer_snapshot_is_measured_from_it(standin):
+    standin(
+        {
+            **STATE,
+            "snapshots": {"p/a": [["s1", 111, 10, 0]], "q/a": [["s1", 111, 4, 0], ["s2", 2, 6, 0]]},
+            "written": {"p/a@s1": 0, "q/a@s1": 18432, "q/a@s2": 4096},
+            "diff": {"q/a@s2": ["+\t/q/a/edited"]},
+        }
+    )
+    r = zverify("cutover", "p/a", "q/a")
+    assert r.returncode == 1
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("fail       destination")]
+    assert "4,096 bytes written on the replica since its newest snapshot @s2" in line
+    assert "(newer than the latest common @s1), changing files: + /q/a/edited" in line

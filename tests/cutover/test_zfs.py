@@ -411,3 +411,36 @@ def test_the_swap_alone_is_ready_and_a_write_to_the_volume_is_not(zfs_host, zver
         assert wrote["same_bytes"] is False and wrote["bytes"] <= 64 * 1024, wrote
     finally:
         drop_migration(host)
+
+
+def test_files_received_in_a_snapshot_the_source_destroyed_are_not_replica_changes(
+    zfs_host, zverify_in_zfs_host
+):
+    """L5: the source destroyed its newest snapshot after replicating it.  NOT READY
+    (`diverged`), but late-file came with @s2: it was listed as "changing files" written on
+    the replica.  A file written there after @s2 still is."""
+    host, zverify = zfs_host, zverify_in_zfs_host
+    try:
+        sh(
+            host,
+            "truncate -s 256M /root/lsrc.img /root/ldst.img && zpool create -f lsrc "
+            "/root/lsrc.img && zpool create -f ldst /root/ldst.img && zfs create lsrc/a && "
+            "echo one > /lsrc/a/f && zfs snapshot lsrc/a@s1 && echo late > /lsrc/a/late-file "
+            "&& zfs snapshot lsrc/a@s2 && zfs send -R lsrc/a@s2 | zfs receive ldst/a && "
+            "zfs destroy lsrc/a@s2 && zfs rollback lsrc/a@s1",
+        )
+        doc = cutover(host, zverify, "lsrc/a", "ldst/a", expect=1)
+        assert failing(doc) == {("diverged", "lsrc/a")}, doc["findings"]
+        assert "late-file" not in json.dumps(doc["findings"])
+        sh(host, "echo edited > /ldst/a/edited && zpool sync ldst")
+        doc = cutover(host, zverify, "lsrc/a", "ldst/a", expect=1)
+        assert failing(doc) == {("diverged", "lsrc/a"), ("destination-modified", "lsrc/a")}
+        [modified] = of_kind(doc, "destination-modified")
+        assert "since its newest snapshot @s2" in modified["message"]
+        assert "/ldst/a/edited" in modified["message"] and "late-file" not in modified["message"]
+    finally:
+        sh(
+            host,
+            "zpool destroy -f lsrc; zpool destroy -f ldst; rm -f /root/lsrc.img /root/ldst.img",
+            check=False,
+        )

@@ -167,17 +167,28 @@ def _metadata_only(kind: str, dataset: str, side: str, snapshot: str, w: Written
 
 
 def destination_written(
-    dataset: str, common: Common, w: Written, mountpoints: frozenset[str] = frozenset()
+    dataset: str,
+    common: Common,
+    w: Written,
+    mountpoints: frozenset[str] = frozenset(),
+    newest: str | None = None,
 ) -> list[Finding]:
     """A replica written since the common snapshot is not that snapshot any more.  It is
     harmless when `zfs diff` lists no path (atime, a mount) or only mountpoints (its own root
     directory, and the directories its child datasets were mounted on): nothing a user
-    wrote.  mountpoints: those directories, as `zfs diff` prints paths."""
+    wrote.  mountpoints: those directories, as `zfs diff` prints paths.  newest: the
+    replica's newest snapshot when it is newer than the common one (a `diverged` finding):
+    w was then measured from it, since what the replica received into it nobody wrote."""
     if w.bytes == 0:
         return []
     if w.same_bytes is True and w.metadata_only:
         return [_metadata_only("destination-modified", dataset, "replica", common.dst.name, w)]
     since = f"{w.bytes:,} bytes written on the replica since @{common.dst.name}"
+    if newest is not None:
+        since = (
+            f"{w.bytes:,} bytes written on the replica since its newest snapshot @{newest} "
+            f"(newer than the latest common @{common.dst.name})"
+        )
     if isinstance(w.changes, list) and _only_mountpoints(w.changes, mountpoints):
         what = "mount points only" if w.changes else "no changed path"
         message = f"{since}, but `zfs diff` lists {what}: a side effect of mounting, no data"

@@ -121,7 +121,7 @@ def _check_pair(
     snaps = compare_snapshots(src.name, src_snaps, dst_snaps, options.all_snapshots)
     found += snaps.findings
     result.latest_common, result.behind = snaps.latest_common, len(snaps.behind)
-    written = _since_common(pair, result, options.explain, sides[1])
+    written = _since_common(pair, result, options.explain, sides[1], dst_snaps)
     tops = (sides[0].datasets[0], sides[1].datasets[0])
     found += compare_properties(src, dst, tops, options.expect)
     found += checks.encryption(pair, (sides[0].root, sides[1].root), _key_problem(dst))
@@ -134,7 +134,7 @@ def _check_pair(
 
 
 def _since_common(
-    pair: Pair, result: DatasetResult, explain: bool, dst_side: _Side
+    pair: Pair, result: DatasetResult, explain: bool, dst_side: _Side, dst_snaps: list[Snap]
 ) -> tuple[Written, Written] | None:
     """What was written on each side since the latest common snapshot, into result (its
     findings too); None when there is no common snapshot or written@ cannot be read."""
@@ -148,8 +148,28 @@ def _since_common(
     result.src_written, result.dst_written = written[0].bytes, written[1].bytes
     result.findings += checks.source_written(pair.src.name, common, written[0])
     mounts = _mountpoints(pair, dst_side)
-    result.findings += checks.destination_written(pair.src.name, common, written[1], mounts)
+    newest = dst_snaps[-1] if dst_snaps else None
+    if newest is not None and newest.createtxg > common.dst.createtxg:
+        result.findings += _since_replica_newest(pair, common, newest.name, mounts)
+    else:
+        result.findings += checks.destination_written(pair.src.name, common, written[1], mounts)
     return written
+
+
+def _since_replica_newest(
+    pair: Pair, common: Common, newest: str, mounts: frozenset[str]
+) -> list[Finding]:
+    """The replica has snapshots newer than the common one (`diverged` says so): written@ of
+    the common one counts what it received into them, so only what was written after its
+    newest snapshot was changed on the replica, and only that is listed as such."""
+    assert pair.dst is not None
+    try:
+        size = inventory.written_since(pair.dst.name, newest)
+    except ZfsError as err:
+        why = f"written@{newest} could not be read: {err}"
+        return [Finding("unreadable", Severity.UNVERIFIED, pair.src.name, why)]
+    w = Written(size, _changes(pair.dst, newest) if size else None)
+    return checks.destination_written(pair.src.name, common, w, mounts, newest)
 
 
 def _written(pair: Pair, common: Common, explain: bool) -> tuple[Written, Written] | Finding:
