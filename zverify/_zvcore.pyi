@@ -144,6 +144,7 @@ SP_IO: int
 SP_NOMEM: int
 SP_RELAY: int
 SP_ZEROS: int
+SP_RECORD: int
 DRR_SIZE: int
 WALK_SEARCH: int
 WALK_BEGIN: int
@@ -200,6 +201,8 @@ class StreamEvent(tuple[object, ...]):
     def toguid_mismatches(self) -> int: ...
     @property
     def bytes(self) -> int: ...
+    @property
+    def object(self) -> int: ...
 
 class StreamScanner(Iterator[StreamEvent]):
     def __init__(

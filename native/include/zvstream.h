@@ -86,7 +86,51 @@ enum zv_sproblem {
     ZV_SP_ZEROS = 14,         /* fatal: a record header of zero bytes (no record is all zero):
                                  detail[0] = zero bytes from `offset` on (read in one go, not
                                  record by record), detail[1] = 1 if they run to the end */
+    ZV_SP_RECORD = 15,        /* a record `zfs receive` refuses (or that cannot be proven
+                                 receivable): detail[0] = enum zv_rule, detail[1] = the
+                                 offending value, `object` = the object it names.  One per
+                                 substream: the first such record (docs/design/sendstream.md) */
 };
+
+/*
+ * The record rules (ZV_SP_RECORD): what OpenZFS 2.1's receive (module/zfs/dmu_recv.c)
+ * refuses in one record, checked in O(1) per record.  Each value's comment names the
+ * check it follows; zverify/sendstream/messages.py gives each its words.
+ */
+enum zv_rule {
+    ZV_R_OBJECT_NUMBER = 1,  /* object 0 or >= DN_MAX_OBJECT (dnode_hold_impl: EINVAL) */
+    ZV_R_UNDECLARED = 2,     /* full substream: a data record for an object no OBJECT
+                                record declared before it (receive_write/free/spill:
+                                dmu_object_info fails) */
+    ZV_R_FORGOTTEN = 3,      /* as UNDECLARED, for an object older than the declared
+                                objects kept (ZV_DECLARED_MAX): not proven, refused */
+    ZV_R_WRITE_ORDER = 4,    /* WRITE before the previous WRITE's (object, offset)
+                                (receive_process_write_record) */
+    ZV_R_OBJ_TYPE = 5,       /* OBJECT drr_type NONE or not DMU_OT_IS_VALID (receive_object) */
+    ZV_R_OBJ_BONUSTYPE = 6,  /* drr_bonustype not DMU_OT_IS_VALID */
+    ZV_R_OBJ_BLKSZ = 7,      /* not a multiple of 512, < 512 or > 16 MiB */
+    ZV_R_OBJ_DNSLOTS = 8,    /* > 32 (DNODE_MAX_SLOTS); 0 means 1 */
+    ZV_R_OBJ_CHECKSUM = 9,   /* >= ZIO_CHECKSUM_FUNCTIONS */
+    ZV_R_OBJ_COMPRESS = 10,  /* >= ZIO_COMPRESS_FUNCTIONS */
+    ZV_R_OBJ_BONUSLEN = 11,  /* > DN_BONUS_SIZE(DNODE_MAX_SIZE) */
+    ZV_R_OBJ_RAW_FIELDS = 12, /* non-raw: raw_bonuslen/nblkptr/indblkshift/nlevels set;
+                                 raw: nlevels, indblkshift or nblkptr past their maximum */
+    ZV_R_OBJ_FLAGS = 13,     /* non-raw: flags other than DRR_OBJECT_SPILL, or it without
+                                the BEGIN's DRR_FLAG_SPILL_BLOCK */
+    ZV_R_OVERFLOW = 14,      /* offset + length (FREEOBJECTS: firstobj + numobjs) wraps */
+    ZV_R_WRITE_TYPE = 15,    /* WRITE drr_type not DMU_OT_IS_VALID */
+    ZV_R_EMBEDDED = 16,      /* WRITE_EMBEDDED: etype or compression out of range, or raw */
+    ZV_R_SPILL_LENGTH = 17,  /* SPILL length < 512 or > 16 MiB */
+    ZV_R_OBJSET_OBJECT = 18, /* an object type the BEGIN's objset type cannot hold */
+    ZV_R_ZAP_OFFSET = 19,    /* full: a WRITE into a ZAP past where its blocks can be */
+    ZV_R_NO_ROOT = 20,       /* full: object 1 (master node / zvol data) never declared */
+    ZV_R_OBJECT_RANGE = 21,  /* OBJECT_RANGE misaligned or not raw; raw OBJECT outside it
+                                (receive_object_range, receive_object) */
+    ZV_R_OBJSET_TYPE = 22,   /* BEGIN objset type neither filesystem nor volume
+                                (libzfs zfs_receive_one, dmu_recv_begin_check) */
+};
+
+#define ZV_DECLARED_MAX 4096 /* declared-object ranges kept per substream (zv_stream.c) */
 
 /* Counters of the records since the previous BEGIN or END event. */
 typedef struct zv_sseg {
@@ -109,6 +153,7 @@ typedef struct zv_sevent {
     uint64_t span_start;      /* CKSUM_*: first byte the failed checksum covers since the last good check */
     uint64_t span_end;        /* CKSUM_*: one past the last such byte */
     uint64_t detail[2];       /* see enum zv_sproblem */
+    uint64_t object;          /* ZV_SP_RECORD: the object the record names */
     uint64_t stored[4];       /* CKSUM_* and END: checksum found in the stream */
     uint64_t computed[4];     /* CKSUM_* and END: checksum recomputed */
     int end_ok;               /* END: drr_checksum == recomputed */

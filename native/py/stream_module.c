@@ -44,10 +44,11 @@ static PyStructSequence_Field event_fields[] = {
     {"stream_bytes", NULL},
     {"toguid_mismatches", NULL},
     {"bytes", "bytes consumed so far"},
+    {"object", "SP_RECORD: the object the refused record names"},
     {NULL, NULL},
 };
 
-#define EVENT_NFIELDS 23
+#define EVENT_NFIELDS 24
 
 static PyStructSequence_Desc event_desc = {
     "zverify._zvcore.StreamEvent",
@@ -129,6 +130,7 @@ static PyObject *event_to_python(const zv_sevent *e)
         PyLong_FromUnsignedLongLong(e->seg.stream_bytes),
         PyLong_FromUnsignedLongLong(e->seg.toguid_mismatches),
         PyLong_FromUnsignedLongLong(e->bytes),
+        PyLong_FromUnsignedLongLong(e->object),
     };
     for (int i = 0; i < EVENT_NFIELDS; i++) {
         if (!items[i]) {
@@ -374,6 +376,7 @@ static int add_stream_constants(PyObject *m)
         {"SP_NOMEM", ZV_SP_NOMEM},
         {"SP_RELAY", ZV_SP_RELAY},
         {"SP_ZEROS", ZV_SP_ZEROS},
+        {"SP_RECORD", ZV_SP_RECORD},
         {"DRR_SIZE", ZV_DRR_SIZE},
         {"WALK_SEARCH", ZV_WALK_SEARCH},
         {"WALK_BEGIN", ZV_WALK_BEGIN},

@@ -44,6 +44,7 @@
 
 #include "zv_fletcher.h"
 #include "zv_mapped.h"
+#include "zv_records.h"
 #include "zvstream.h"
 
 /* Fields in the sender's byte order (swap: it is not this machine's). */
@@ -65,7 +66,7 @@ static inline uint64_t load64(const unsigned char *p, int swap)
 /* the scanner                                                         */
 /* ------------------------------------------------------------------ */
 
-#define QUEUE 8
+#define QUEUE 12 /* the most events one record can queue (a BEGIN: 7), and a margin */
 
 struct zv_stream {
     int fd;
@@ -95,6 +96,8 @@ struct zv_stream {
 
     zv_sevent q[QUEUE];
     int qhead, qlen;
+
+    zv_recs recs; /* the record rules of the open substream (zv_records.h) */
 
     /* mapped input (a regular file): cur points into map[0..map_len) */
     int can_map;             /* 0 once mapping failed or the fd is no regular file */
@@ -560,6 +563,15 @@ static int first_record(zv_stream *s)
     return 0;
 }
 
+/* A record the receiver refuses (zv_records.h): not fatal, the framing holds. */
+static void record_problem(zv_stream *s, const zv_rproblem *rp)
+{
+    zv_sevent *ev = problem(s, ZV_SP_RECORD, 0);
+    ev->detail[0] = (uint64_t)rp->rule;
+    ev->detail[1] = rp->value;
+    ev->object = rp->object;
+}
+
 /* @return 0, or -1 when the payload could not be read (fatal problem queued). */
 static int do_begin(zv_stream *s)
 {
@@ -586,6 +598,9 @@ static int do_begin(zv_stream *s)
     take_seg(s, ev);
     if (nomem)
         problem(s, ZV_SP_NOMEM, 0)->err_no = ENOMEM;
+    zv_rproblem rp;
+    if (zv_recs_begin(&s->recs, s->hdr, s->swap, &rp))
+        record_problem(s, &rp);
     if (len > ZV_MAX_BEGIN_PAYLOAD) {
         zv_sevent *pv = problem(s, ZV_SP_BAD_LENGTH, 1);
         pv->detail[0] = len;
@@ -677,6 +692,9 @@ static void do_record(zv_stream *s, uint32_t type)
         ev->detail[1] = bound;
         return finish(s);
     }
+    zv_rproblem rp;
+    if (type == ZV_DRR_END ? zv_recs_end(&s->recs, &rp) : zv_recs_record(&s->recs, s->hdr, type, s->swap, &rp))
+        record_problem(s, &rp);
     if (type == ZV_DRR_WRITE_EMBEDDED)
         len = round8(len);
     s->seg.records++;

@@ -162,13 +162,14 @@ class StreamBuilder:
         self._emit(head, payload, is_begin=True)
         self.toguid = toguid
 
-    def object(self, obj: int, bonus: bytes = b"b" * 13) -> None:
+    def object(self, obj: int, bonus: bytes = b"b" * 13, otype: int = 19) -> None:
+        """otype: DMU_OT_PLAIN_FILE_CONTENTS (19) with an SA bonus (44); 21 for a master node."""
         head = struct.pack(
             self.o + "IIQIIIIBBBBIQ",
             OBJECT,
             0,
             obj,
-            19,
+            otype,
             44,
             131072,
             len(bonus),
@@ -222,11 +223,14 @@ class StreamBuilder:
     def substream(
         self, toname: str, toguid: int, fromguid: int = 0, nwrites: int = 3, **begin_kw: object
     ) -> None:
+        """The records a receive takes (the OBJECT of each object first, object 1 the
+        master node of a filesystem: zv_records.c)."""
         self.begin(toname, toguid, fromguid, **begin_kw)  # type: ignore[arg-type]
+        self.object(1, otype=21)
         self.object(2)
         for i in range(nwrites):
             self.write(2, i * 512, bytes((i * 7 + j) & 0xFF for j in range(512)))
-        self.embedded(3, 0, b"tiny-embedded-block")
+        self.embedded(2, nwrites * 512, b"tiny-embedded-block")
         self.free(2, nwrites * 512, M64)
         self.freeobjects(4, 10)
         self.end()

@@ -57,6 +57,7 @@ class _SamePayload(StreamBuilder):
 def big_stream(nwrites: int = 170) -> bytes:
     b = _SamePayload()
     b.begin("pool/fs@big", 0x5151, 0)
+    b.object(1, otype=21)  # the master node: a full filesystem declares it
     b.object(2)
     for i in range(nwrites):
         b.write(2, i * BLOCK, b.payload)

@@ -32,9 +32,10 @@ def big_stream() -> bytes:
     """A full stream with writes larger than the scanner's read buffer."""
     b = StreamBuilder()
     b.begin("pool/fs@big", 0x4242)
-    b.object(1)
+    b.object(1, otype=21)  # the master node (a ZAP; the writes are no ZAP's blocks)
+    b.object(2)
     for i in range(6):
-        b.write(1, i << 20, bytes([i + 1]) * (1 << 20))
+        b.write(2, i << 20, bytes([i + 1]) * (1 << 20))
     b.end()
     return bytes(b.data)
 

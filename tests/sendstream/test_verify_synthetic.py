@@ -38,7 +38,7 @@ def test_full_stream_is_valid(check, big: bool) -> None:
     assert (sub.toname, sub.toguid, sub.fromguid, sub.kind) == ("pool/fs@a", 0x1111, 0, "full")
     assert sub.counts == {
         "BEGIN": 1,
-        "OBJECT": 1,
+        "OBJECT": 2,
         "WRITE": 3,
         "WRITE_EMBEDDED": 1,
         "FREE": 1,
@@ -210,7 +210,7 @@ def test_toguid_mismatch(check) -> None:
     b = StreamBuilder()
     b.begin("p/f@a", 5)
     b.toguid = 6
-    b.object(2)
+    b.object(1, otype=21)
     b.toguid = 5
     b.end()
     r = check(bytes(b.data))

@@ -67,6 +67,19 @@ KNOWN_FEATURES = 0
 for _f in Feature:
     KNOWN_FEATURES |= _f.value
 
+RECEIVED_SINCE: dict[Feature, str] = {
+    Feature.LONGNAME: "2.3",
+    Feature.LARGE_MICROZAP: "2.3",
+}
+"""Features OpenZFS 2.1 does not receive, with the first release that does: 2.1's
+DMU_BACKUP_FEATURE_MASK (include/sys/zfs_ioctl.h) lacks them, so its receive refuses the
+stream (DMU_STREAM_SUPPORTED: "stream has unsupported feature").  zverify's receive rules
+are 2.1's: such a stream is not called receivable."""
+
+MAX_NAME = 256
+"""ZFS_MAX_DATASET_NAME_LEN (include/sys/fs/zfs.h): a name is shorter than this."""
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.: %")
+
 
 class BeginFlag(enum.IntFlag):
     """DRR_FLAG_* bits of drr_begin.drr_flags."""
@@ -162,3 +175,52 @@ def flag_names(flags: int) -> list[str]:
     names = [f.name for f in BeginFlag if f.name and flags & f.value]
     rest = flags & ~sum(f.value for f in BeginFlag)
     return [*names, hex(rest)] if rest else names
+
+
+def feature_problem(versioninfo: int) -> str | None:
+    """Why OpenZFS 2.1 refuses a stream for its feature flags, or None.  Flags no release
+    defines (in the 56-bit field newer releases read: DMU_GET_FEATUREFLAGS) are refused by
+    every release that reads them; 2.1 reads 30 bits and ignores the rest, which zverify
+    refuses too (a rule may refuse more than the receiver, never less)."""
+    features = versioninfo >> 2
+    unknown = features & ~KNOWN_FEATURES
+    if unknown:
+        bits = ", ".join(f"bit{i}" for i in range(62) if unknown >> i & 1)
+        return (
+            f"feature flags {bits}: no OpenZFS release defines them, and receive refuses "
+            "what it does not know (DMU_STREAM_SUPPORTED)"
+        )
+    newer = [(f, v) for f, v in RECEIVED_SINCE.items() if features & f.value]
+    if newer:
+        names = ", ".join(f"{f.name} (OpenZFS {v} or later)" for f, v in newer)
+        return (
+            f"feature {names}: OpenZFS 2.1, whose receive zverify checks against, refuses "
+            "it (stream has unsupported feature); only a newer receive takes it"
+        )
+    return None
+
+
+def snapshot_name_problem(name: str, header: bool = False) -> str | None:
+    """Why `zfs receive` refuses a BEGIN's toname, or None: libzfs_sendrecv.c
+    zfs_receive_impl ("bad snapshot name" without an `@`) and the name checks of
+    zfs_namecheck.c (entity_namecheck: one delimiter, non-empty components of
+    [A-Za-z0-9-_.: %], no `.` or `..`, fewer than 256 bytes).  header: a package's compound
+    BEGIN, of which libzfs checks only the `@` (a send of a live filesystem writes `fs@`)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) >= MAX_NAME:
+        return f"is {len(raw)} bytes long: a name is under {MAX_NAME} (ZFS_MAX_DATASET_NAME_LEN)"
+    if name.count("@") != 1 or "#" in name:
+        return "is no snapshot name: it needs exactly one `@` (bad snapshot name)"
+    if header:
+        return None
+    dataset, snap = name.split("@")
+    parts = dataset.split("/")
+    if not snap or any(not p for p in parts):
+        return "has an empty component (entity_namecheck)"
+    if any(p in (".", "..") for p in parts):
+        return "has a `.` or `..` component (entity_namecheck)"
+    bad = sorted({c for c in name if c not in _NAME_CHARS and c not in "/@"})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:5])
+        return f"holds characters a ZFS name cannot: {shown} (entity_namecheck)"
+    return None

@@ -47,6 +47,8 @@ def scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
         return "bad-record", msg + ": framing is lost, nothing after it is checked"
     if ev.code == _zvcore.SP_ZEROS:
         return "bad-record", zeros_message(ev)
+    if ev.code == _zvcore.SP_RECORD:
+        return "receive-rule", record_message(ev)
     if ev.code == _zvcore.SP_TOGUID:
         return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
     if ev.code == _zvcore.SP_IO:
@@ -69,3 +71,55 @@ def zeros_message(ev: _zvcore.StreamEvent) -> str:
     if to_end:
         return msg + " to the end of the input: no record is all zeros"
     return msg + f" (to offset {ev.offset + n}): no record is all zeros; not read past this point"
+
+
+# The record rules (enum zv_rule in native/include/zvstream.h): what OpenZFS 2.1's receive
+# refuses (module/zfs/dmu_recv.c unless said), in words; {v} is the offending value.
+RECORD_RULES: dict[int, str] = {
+    1: "names object {v}: no object 0 or past 2^48 exists (dnode_hold_impl)",
+    2: "is for object {v}, which no earlier OBJECT record of this full stream declared "
+    "(receive refuses it: invalid backup stream)",
+    3: "is for object {v}, declared too long before to be proven (more than "
+    "4,096 runs of objects ago): refused as unproven",
+    4: "is out of (object, offset) order: offset {v} comes after a later block "
+    "(receive_process_write_record)",
+    5: "has object type {v}, which is none or unknown (receive_object)",
+    6: "has bonus type {v}, which is unknown (receive_object)",
+    7: "has block size {v}: not a multiple of 512 from 512 to 16 MiB (receive_object)",
+    8: "has dn_slots {v}: more than 32 (receive_object)",
+    9: "has checksum {v}: no such checksum function (receive_object)",
+    10: "has compression {v}: no such compression function (receive_object)",
+    11: "has a bonus buffer of {v} bytes: more than 16,192 (receive_object)",
+    12: "has raw-only fields (nlevels {v}, indblkshift, nblkptr, raw_bonuslen) that "
+    "its stream type does not allow or past their maximum (receive_object)",
+    13: "has flags {v:#x} that its stream does not allow (receive_object)",
+    14: "has an offset or count of {v} plus a length that overflows 64 bits",
+    15: "has object type {v}, which is unknown (receive_process_write_record)",
+    16: "has an embedded type or compression ({v}) out of range, or is in a raw stream "
+    "(receive_write_embedded)",
+    17: "has a spill block of {v} bytes: not from 512 bytes to 16 MiB (receive_spill)",
+    18: "has object type {v}, which the BEGIN's objset type cannot hold (a volume holds "
+    "only zvol objects, a filesystem none): OpenZFS receives it and panics on `zfs list`",
+    19: "writes a ZAP object at offset {v}, past where its blocks can be: OpenZFS "
+    "receives it and spins forever on mount",
+    20: "ends a full stream whose object 1 (the master node of a filesystem, the data of "
+    "a volume) was never declared: received, it cannot be mounted",
+    21: "is at object {v}, outside its OBJECT_RANGE, or the range is misaligned or "
+    "not in a raw stream (receive_object_range)",
+    22: "has objset type {v}: neither filesystem (2) nor volume (3) "
+    "(libzfs zfs_receive_one: invalid record type)",
+}
+
+
+RECEIVED_THEN_BROKEN = (3, 18, 19, 20)
+"""Rules of what OpenZFS receives and then cannot use (or, 3, what was not proven)."""
+
+
+def record_message(ev: _zvcore.StreamEvent) -> str:
+    """One line for a record the receive rules refuse: which record, and why."""
+    rule, value = ev.detail
+    why = RECORD_RULES.get(rule, "breaks receive rule {v}").format(v=value)
+    what = "BEGIN" if rule == 22 else type_name(ev.rtype)
+    where = f" of object {ev.object}" if ev.object and rule not in (1, 2, 3, 20, 21) else ""
+    verdict = "not restorable" if rule in RECEIVED_THEN_BROKEN else "zfs receive refuses it"
+    return f"{what} record {ev.record}{where} {why}; {verdict}"

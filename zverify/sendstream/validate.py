@@ -332,6 +332,7 @@ class _Checker:
         if self.state != self.START:
             self.problem(ev.offset, ev.record, "compound BEGIN inside a package", "nesting")
             return
+        self.receive_rules(ev, begin)
         header = CompoundHeader(ev.offset, begin.toname, begin.features, None)
         header.nvlist = self.decode_nvlist(ev, begin, HEADER_KEEP, HEADER_MAX_KEPT)
         header.nvlist_bytes = begin.payload_len
@@ -361,11 +362,29 @@ class _Checker:
         self.problem(ev.offset, ev.record, msg, "limit")
         return False
 
+    def receive_rules(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> None:
+        """What `zfs receive` refuses in a BEGIN header: its name, its feature flags and,
+        in a substream, a GUID of 0 (the record rules are the scanner's: zv_records.c)."""
+        assert ev.header is not None
+        order = ">" if ev.big_endian else "<"
+        versioninfo = int.from_bytes(ev.header[16:24], "big" if order == ">" else "little")
+        compound = begin.header_type == HeaderType.COMPOUNDSTREAM
+        why = fmt.snapshot_name_problem(begin.toname, header=compound)
+        if why:
+            msg = f"BEGIN toname {begin.toname[:80]!r} {why}; zfs receive refuses it"
+            self.problem(ev.offset, ev.record, msg, "receive-rule")
+        why = fmt.feature_problem(versioninfo)
+        if why:
+            self.problem(ev.offset, ev.record, f"BEGIN {why}", "unsupported-feature")
+        if begin.header_type == HeaderType.SUBSTREAM and begin.toguid == 0:
+            # dsl_dataset.c draws a snapshot's GUID at random (random_get_pseudo_bytes): 0 is
+            # a chance of 2^-64, and zverify's chains read GUID 0 as "no snapshot" (a full's
+            # fromguid).  OpenZFS receives it; zverify refuses more, never less.
+            msg = "BEGIN toguid is 0: no snapshot has GUID 0 (its chain cannot be told)"
+            self.problem(ev.offset, ev.record, msg, "receive-rule")
+
     def begin_substream(self, ev: _zvcore.StreamEvent, begin: fmt.BeginHeader) -> None:
-        unknown = begin.features & ~fmt.KNOWN_FEATURES
-        if unknown:
-            names = ", ".join(fmt.feature_names(unknown))
-            self.warning(ev.offset, ev.record, f"unknown feature flags: {names}", "feature")
+        self.receive_rules(ev, begin)
         self.state = self.SUB
         self.open = (len(self.report.substreams) + self.report.substreams_dropped, begin.toname)
         if not self.listed(ev):
