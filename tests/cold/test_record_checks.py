@@ -1,0 +1,67 @@
+"""adversarial-4.md C1 on the host: a "new full" whose checksums are valid but whose records
+`zfs receive` refuses (one WRITE moved before its OBJECT, as a buggy sender writes it) is not
+restorable, and `cold prune --yes` keeps the old chain, the only one that really restores.
+The real receive's refusal of the same bytes is in the VM (tests/cold/test_zfs_*.py)."""
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+from tests.cli.console import zverify
+from tests.sendstream import streamgen as sg
+
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
+OLD_FULL = "zv%2Ffs@s1.zfsfull"
+OLD_INC = "zv%2Ffs@s1-@s2.zfsinc"
+NEW_FULL = "zv%2Ffs@s2.zfsfull"
+G2 = 8984490087068245054  # zv/fs@s2's GUID
+TOGUID_AT = {0: 40, 1: 40, 3: 40, 4: 32, 2: 24, 5: 40, 7: 24, 8: 32, 9: 24}
+
+
+def new_full(move_write: bool) -> bytes:
+    """The @s1 full retargeted to @s2, re-signed; move_write: one WRITE before its OBJECT."""
+    d = bytearray((STREAMS / "full_fs_s1.zstream").read_bytes())
+    recs = sg.walk(bytes(d))
+    for r in recs:
+        struct.pack_into("<Q", d, r.offset + TOGUID_AT[r.type], G2)
+    d[56:312] = b"zv/fs@s2".ljust(256, b"\0")
+    parts = [bytes(d[r.offset : r.end]) for r in recs]
+    if move_write:
+        obj = lambda r: struct.unpack_from("<Q", d, r.offset + 8)[0]  # noqa: E731
+        i = next(k for k, r in enumerate(recs) if r.type == sg.WRITE and obj(r) >= 3)
+        j = next(k for k in range(i) if recs[k].type == sg.OBJECT and obj(recs[k]) == obj(recs[i]))
+        parts.insert(j, parts.pop(i))
+    return sg.resign(b"".join(parts))
+
+
+def archive(tmp_path: Path, move_write: bool) -> Path:
+    root = tmp_path / "c1"
+    root.mkdir()
+    shutil.copy(STREAMS / "full_fs_s1.zstream", root / OLD_FULL)
+    shutil.copy(STREAMS / "incr_fs_s1_s2.zstream", root / OLD_INC)
+    (root / NEW_FULL).write_bytes(new_full(move_write))
+    return root
+
+
+def test_a_full_receive_refuses_is_not_valid_and_prune_keeps_the_old_chain(
+    tmp_path: Path,
+) -> None:
+    root = archive(tmp_path, move_write=True)
+    verify = zverify("stream", "verify", "--json", str(root / NEW_FULL))
+    problem = json.loads(verify.stdout)["files"][0]["problems"][0]
+    assert verify.returncode == 1 and problem["code"] == "receive-rule", problem
+    assert "no earlier OBJECT record" in problem["message"] and problem["offset"] > 0
+    check = zverify("cold", "check", "-q", str(root))
+    assert check.returncode == 1, check.stdout
+    prune = zverify("cold", "prune", "--yes", str(root))
+    assert prune.returncode != 0 or "0 file(s) deleted" in prune.stdout, prune.stdout
+    assert (root / OLD_FULL).exists() and (root / OLD_INC).exists(), prune.stdout
+
+
+def test_the_control_new_full_still_supersedes_the_old_chain(tmp_path: Path) -> None:
+    # the same bytes in receive's order: restorable, and prune may delete the old chain
+    root = archive(tmp_path, move_write=False)
+    assert zverify("stream", "verify", str(root / NEW_FULL)).returncode == 0
+    prune = zverify("cold", "prune", "--yes", str(root))
+    assert prune.returncode == 0 and not (root / OLD_FULL).exists(), prune.stdout
