@@ -65,3 +65,13 @@ def test_the_control_new_full_still_supersedes_the_old_chain(tmp_path: Path) -> 
     assert zverify("stream", "verify", str(root / NEW_FULL)).returncode == 0
     prune = zverify("cold", "prune", "--yes", str(root))
     assert prune.returncode == 0 and not (root / OLD_FULL).exists(), prune.stdout
+
+
+def test_check_says_how_each_restorable_claim_was_proven(tmp_path: Path) -> None:
+    # "restorable" alone was read as "received": the verdict names the proof, never a receive
+    root = archive(tmp_path, move_write=False)
+    text = zverify("cold", "check", str(root)).stdout
+    assert "restorable from 1 file (stream and record checks)" in text, text
+    doc = json.loads(zverify("cold", "check", "--json", str(root)).stdout)
+    claims = [r for d in doc["datasets"] for r in d["restorable"]]
+    assert claims and {r["proven_by"] for r in claims} == {"stream and record checks"}

@@ -61,7 +61,10 @@ def check_text(report: ArchiveReport) -> str:
     for dataset, plan in report.plans.items():
         was = f" (was {', '.join(plan.was)})" if plan.was else ""  # renamed: one chain
         lines.append(f"{dataset}{was}:")
-        lines += [f"  {_restorable(r)}" for r in plan.restorable] or ["  nothing restorable"]
+        proof = proven_by(report.depth)
+        lines += [f"  {_restorable(r)} ({proof})" for r in plan.restorable] or [
+            "  nothing restorable"
+        ]
         for chain in report.chains.get(dataset, []):
             lines.append(
                 f"  chain from {shown(chain.full)}: {len(chain.files)} files, {chain.bytes:,} bytes"
@@ -92,6 +95,16 @@ def text_lines(lines: list[str]) -> str:
     """One line per line, whatever a message holds (names in it are shown() already; this is
     for the rest, e.g. a directory given in bytes that are not UTF-8)."""
     return "".join(one_line(line) + "\n" for line in lines)
+
+
+def proven_by(depth: str) -> str:
+    """How a restorable claim of `check` was proven: the stream and record checks of every
+    byte (docs/design/sendstream.md: what OpenZFS 2.1's receive refuses in a stream on its
+    own), or what the sidecars say those checks found when the file was sent.  Never a
+    receive: `prune --trial-receive` does one."""
+    if depth == "full":
+        return "stream and record checks"
+    return "sidecars: stream and record checks when sent"
 
 
 def _restorable(r: Restorable) -> str:
@@ -184,7 +197,9 @@ def check_json(report: ArchiveReport) -> str:
         "datasets": [
             {
                 "dataset": d,
-                "restorable": [_restorable_doc(r) for r in plan.restorable],
+                "restorable": [
+                    _restorable_doc(r, proven_by(report.depth)) for r in plan.restorable
+                ],
                 "chains": [
                     {
                         "full": json_name(c.full),
@@ -204,13 +219,14 @@ def check_json(report: ArchiveReport) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def _restorable_doc(r: Restorable) -> dict[str, Any]:
+def _restorable_doc(r: Restorable, proof: str) -> dict[str, Any]:
     return {
         "snapshot": r.snapshot,
         "guid": str(r.guid),
         "creation_time": r.creation_time,
         "files": [json_name(n) for n in r.files],
         "bytes": r.bytes,
+        "proven_by": proof,
     }
 
 
@@ -298,6 +314,11 @@ def prune_text(r: Pruned) -> str:
     return text_lines(lines)
 
 
+PRUNE_PROOF = "stream and record checks"
+"""What prune's own full read proves of the kept chain (a trial receive, when asked for,
+refuses the prune if it fails)."""
+
+
 def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
     """One dataset's decision: what is kept, and what goes (or went) and why that is safe."""
     kept = ", ".join(shown(c.full) for c in d.keep) or "none"
@@ -305,7 +326,8 @@ def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
     if d.newest_kept is not None and d.remove:
         lines.append(
             f"  the kept files alone restore up to @{d.newest_kept.snapshot} "
-            f"(guid {d.newest_kept.guid}), every byte read just now"
+            f"(guid {d.newest_kept.guid}), every byte read just now ({PRUNE_PROOF}; "
+            "`--trial-receive` receives them too)"
         )
     if d.refused:
         return [*lines, f"  REFUSED: {d.refused}; nothing deleted"]
@@ -356,7 +378,9 @@ def prune_json(r: Pruned) -> str:
             {
                 "dataset": d.dataset,
                 "keep": [json_name(c.full) for c in d.keep],
-                "newest_kept": _restorable_doc(d.newest_kept) if d.newest_kept else None,
+                "newest_kept": _restorable_doc(d.newest_kept, PRUNE_PROOF)
+                if d.newest_kept
+                else None,
                 "remove": [json_name(n) for n in d.files],
                 "bytes": d.bytes,
                 "lost": [{"snapshot": x.snapshot, "guid": str(x.guid)} for x in d.lost]
