@@ -8,6 +8,8 @@ import shutil
 import struct
 from pathlib import Path
 
+import pytest
+
 from tests.cli.console import zverify
 from tests.sendstream import streamgen as sg
 
@@ -75,3 +77,25 @@ def test_check_says_how_each_restorable_claim_was_proven(tmp_path: Path) -> None
     doc = json.loads(zverify("cold", "check", "--json", str(root)).stdout)
     claims = [r for d in doc["datasets"] for r in d["restorable"]]
     assert claims and {r["proven_by"] for r in claims} == {"stream and record checks"}
+
+
+def test_restore_names_the_receives_own_error_not_a_broken_pipe(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # adversarial-4 L4: a receive that refuses the stream stops reading; the relay then
+    # fails with EPIPE, and "Broken pipe" hid the receive's reason
+    from tests.cold import fakezfs
+    from zverify.cold.restore import receive_file
+    from zverify.errors import ZfsError
+
+    fakezfs.install(
+        monkeypatch,
+        tmp_path,
+        "head -c 1000 >/dev/null\necho 'cannot receive new filesystem stream: invalid backup "
+        "stream' >&2\nexit 1\n",
+    )
+    path = tmp_path / "big.zstream"
+    path.write_bytes((STREAMS / "full_fs_s1.zstream").read_bytes())
+    with pytest.raises(ZfsError) as err:
+        receive_file(str(path), "tank/r")
+    assert "invalid backup stream" in str(err.value) and "Broken pipe" not in str(err.value)

@@ -14,6 +14,7 @@ file of the plan meanwhile.  Files are opened without following a symlink or blo
 FIFO, and must still be the very files the check read (zverify.cold.entries).
 """
 
+import errno
 import os
 import shlex
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from zverify.cold.names import shown
 from zverify.errors import ColdError, UnrestorableError
 from zverify.sendstream import compressed
 from zverify.sendstream.chain import ArchivedFile, Restorable
+from zverify.sendstream.report import StreamReport
 from zverify.sendstream.validate import ProgressHook, verify_stream
 from zverify.zfs import inventory, ops
 
@@ -194,19 +196,32 @@ def _receive_fd(
             if finish is not None:
                 closing, fd = fd, -1
                 finish(closing)  # closes it; raised inside: the receive is aborted
-            if not report.readable:
+            if _receive_stopped(report):
+                # the receive stopped reading (it refused the stream): leaving the block
+                # normally waits for it, and its own error (ZfsError) is the reason
+                stopped = report.problems[0].message
+            elif not report.readable:
                 what = report.problems[0].message if report.problems else "unreadable"
                 raise ColdError(f"{name}: {what}; its receive was aborted{_so_far(done)}")
-            if not report.valid or report.relayed != report.size:
+            elif not report.valid or report.relayed != report.size:
                 first = report.problems[0] if report.problems else None
                 where = f" at byte {first.offset}: {first.message}" if first else ""
                 raise UnrestorableError(
                     f"{name} changed since it was checked{where}; its receive was aborted "
                     f"before the damaged record{_so_far(done)}"
                 )
+        if _receive_stopped(report):  # and yet it exited 0: no restore either
+            raise ColdError(f"{name}: {stopped}; its receive stopped early{_so_far(done)}")
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _receive_stopped(report: StreamReport) -> bool:
+    """The relay found the pipe closed: `zfs receive` quit reading (adversarial-4 L4: its
+    own error, not "Broken pipe", says why)."""
+    broken = os.strerror(errno.EPIPE)
+    return any(p.code == "relay" and broken in p.message for p in report.problems)
 
 
 def _open(path: str, expect: FileStamp | None) -> int:
