@@ -45,8 +45,10 @@ def cutover(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     """Check a replica before the cutover: exit 0 READY, 1 NOT READY (every reason listed),
-    2 could not check.  Read-only.  Without -r, a SRC with descendant datasets is NOT READY
-    (they were not checked) unless --no-recursive says SRC alone is meant."""
+    2 could not check.  Read-only.
+
+    Without -r, a SRC with descendant datasets is NOT READY (they were not checked) unless
+    --no-recursive says SRC alone is meant."""
     from zverify.cutover.gather import CutoverOptions, check_cutover
     from zverify.progress import compare_progress, wanted
     from zverify.report import cutover as report
