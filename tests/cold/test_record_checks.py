@@ -99,3 +99,21 @@ def test_restore_names_the_receives_own_error_not_a_broken_pipe(
     with pytest.raises(ZfsError) as err:
         receive_file(str(path), "tank/r")
     assert "invalid backup stream" in str(err.value) and "Broken pipe" not in str(err.value)
+
+
+def test_a_stream_of_a_newer_openzfs_is_unreceivable_not_damaged(tmp_path: Path) -> None:
+    """A LONGNAME full (OpenZFS 2.3) has intact bytes: `cold check` names it unreceivable with
+    the feature and the release, never `damaged` (which sends `cold repair` looking for damage
+    that is not there) and never restorable."""
+    from tests.sendstream.mutations import refused
+
+    longname = next(m for m in refused() if m.name == "feature-longname")
+    root = tmp_path / "newer"
+    root.mkdir()
+    (root / "tank%2Fb@0.zfsfull").write_bytes(longname.data)
+    check = zverify("cold", "check", "--json", str(root))
+    (found,) = json.loads(check.stdout)["files"]
+    problems = found["problems"]
+    assert check.returncode == 1 and not found["valid"], check.stdout + check.stderr
+    assert [p["kind"] for p in problems] == ["unreceivable"], problems
+    assert "OpenZFS 2.3" in problems[0]["message"], problems

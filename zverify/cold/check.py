@@ -489,9 +489,12 @@ def _stream_problem(name: str, report: StreamReport) -> Problem:
         return Problem(name, "damaged", "not a valid stream")
     if not report.readable:
         return Problem(name, "unreadable", first.message, first.offset, damage_from=first.offset)
-    kind = {"truncated": "truncated", "not-a-stream": "not-a-stream"}.get(first.code, "damaged")
     more = len(report.problems) - 1 + report.problems_dropped
     suffix = f" (+{more} more problems)" if more else ""
+    if first.code == "unsupported-feature":  # intact bytes a newer OpenZFS may receive:
+        # not damage for repair to mend, a receive this archive's model cannot promise
+        return Problem(name, "unreceivable", f"at byte {first.offset}: {first.message}{suffix}")
+    kind = {"truncated": "truncated", "not-a-stream": "not-a-stream"}.get(first.code, "damaged")
     start = first.span[0] if first.span else first.offset
     message = f"at byte {first.offset}: {first.message}{suffix}"
     return Problem(name, kind, message, first.offset, damage_from=start)
