@@ -5,7 +5,6 @@ traceback (RecursionError, OverflowError); each is now one line naming the ledge
 line), exit 2."""
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.cold.test_check import FULL_S1
-from tests.cold.test_scrub import HEAD, LEDGER, _lines, archive, scrub
+from tests.cold.test_scrub import HEAD, LEDGER, _forge, _lines, archive, scrub
 
 COMMANDS = (["scrub"], ["check"], ["prune"])
 
@@ -60,18 +59,9 @@ def test_a_head_that_no_append_writes(tmp_path: Path, head: str) -> None:
 
 
 def _rechain(root: Path, edit: dict[str, Any]) -> None:
-    """The first record edited as text, every prev and the head recomputed: only the
-    record's own values can be wrong."""
-    docs = [json.loads(line) for line in _lines(root)]
-    prev, out = "0" * 64, b""
-    for i, doc in enumerate(docs):
-        fields = {**doc, **(edit if i == 0 else {}), "prev": prev}
-        text = json.dumps(fields, separators=(",", ":"))
-        line = (text.replace('"@1e400"', "1e400") + "\n").encode()
-        out += line
-        prev = hashlib.sha256(line).hexdigest()
-    (root / LEDGER).write_bytes(out)
-    (root / HEAD).write_text(json.dumps({"lines": len(docs), "last": prev}))
+    """The first record edited, every prev and the head recomputed: only the record's own
+    values can be wrong ("@1e400" stands for the number JSON cannot write from Python)."""
+    _forge(root, edit, lambda text: text.replace('"@1e400"', "1e400"))
 
 
 @pytest.mark.parametrize(

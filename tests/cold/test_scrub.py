@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -298,14 +298,16 @@ def test_scrubs_and_checks_at_once_keep_one_intact_chain(tmp_path: Path) -> None
     assert doc["ledger_records"] == 1 + 12 + 12 + 12 == len(_lines(root))
 
 
-def _forge(root: Path, edit: dict[str, Any]) -> None:
+def _forge(root: Path, edit: dict[str, Any], literal: Callable[[str], str] = str) -> None:
     """Rewrite the ledger's first record and recompute every prev and the head, as a
-    forger who knows the format would: the chain then holds, and the record must not."""
+    forger who knows the format would: the chain then holds, and the record must not.
+    literal: a last edit of each line's text, for what json.dumps cannot write (1e400)."""
     docs = [json.loads(line) for line in _lines(root)]
     docs[0].update(edit)
     prev, out = "0" * 64, b""
     for doc in docs:
-        line = (json.dumps({**doc, "prev": prev}, separators=(",", ":")) + "\n").encode()
+        text = json.dumps({**doc, "prev": prev}, separators=(",", ":"))
+        line = (literal(text) + "\n").encode()
         out += line
         prev = hashlib.sha256(line).hexdigest()
     (root / LEDGER).write_bytes(out)
