@@ -12,13 +12,13 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.sendstream import streamgen as sg
+from tests.sendstream.mutations import TOGUID_AT
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 OLD_FULL = "zv%2Ffs@s1.zfsfull"
 OLD_INC = "zv%2Ffs@s1-@s2.zfsinc"
 NEW_FULL = "zv%2Ffs@s2.zfsfull"
 G2 = 8984490087068245054  # zv/fs@s2's GUID
-TOGUID_AT = {0: 40, 1: 40, 3: 40, 4: 32, 2: 24, 5: 40, 7: 24, 8: 32, 9: 24}
 
 
 def new_full(move_write: bool) -> bytes:
