@@ -8,21 +8,6 @@
 
 #include "zv_records.h"
 
-/* Fields in the sender's byte order. */
-static uint32_t ld32(const unsigned char *p, int swap)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return swap ? __builtin_bswap32(v) : v;
-}
-
-static uint64_t ld64(const unsigned char *p, int swap)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return swap ? __builtin_bswap64(v) : v;
-}
-
 /* Constants of OpenZFS 2.1 (the headers named). */
 #define DMU_OST_ZFS 2            /* sys/fs/zfs.h dmu_objset_type_t */
 #define DMU_OST_ZVOL 3
@@ -175,12 +160,12 @@ static void undeclare(zv_recs *c, uint64_t lo, uint64_t hi)
 
 int zv_recs_begin(zv_recs *c, const unsigned char *h, int swap, zv_rproblem *out)
 {
-    uint64_t vi = ld64(h + 16, swap), features = (vi >> 2) & 0x3fffffff;
+    uint64_t vi = zv_ld64(h + 16, swap), features = (vi >> 2) & 0x3fffffff;
     c->active = (vi & 3) == 1; /* DMU_SUBSTREAM; a compound header holds no objects */
-    c->objset = ld32(h + 32, swap);
-    c->full = ld64(h + 48, swap) == 0 && !(features & FEATURE_RESUMING);
+    c->objset = zv_ld32(h + 32, swap);
+    c->full = zv_ld64(h + 48, swap) == 0 && !(features & FEATURE_RESUMING);
     c->raw = (features & FEATURE_RAW) != 0;
-    c->spill_block = (ld32(h + 36, swap) & DRR_FLAG_SPILL_BLOCK) != 0;
+    c->spill_block = (zv_ld32(h + 36, swap) & DRR_FLAG_SPILL_BLOCK) != 0;
     c->reported = c->root = c->objects = 0;
     c->w_obj = c->w_off = c->z_obj = c->z_blocks = 0;
     c->or_first = c->or_num = 0;
@@ -199,10 +184,10 @@ int zv_recs_begin(zv_recs *c, const unsigned char *h, int swap, zv_rproblem *out
 /* receive_object: the field checks at its top, in its order. */
 static int object_fields(zv_recs *c, const unsigned char *h, int swap, zv_rproblem *out)
 {
-    uint64_t o = ld64(h + 8, swap);
-    uint32_t type = ld32(h + 16, swap), bonustype = ld32(h + 20, swap);
-    uint32_t blksz = ld32(h + 24, swap), bonuslen = ld32(h + 28, swap);
-    uint32_t raw_bonuslen = ld32(h + 36, swap);
+    uint64_t o = zv_ld64(h + 8, swap);
+    uint32_t type = zv_ld32(h + 16, swap), bonustype = zv_ld32(h + 20, swap);
+    uint32_t blksz = zv_ld32(h + 24, swap), bonuslen = zv_ld32(h + 28, swap);
+    uint32_t raw_bonuslen = zv_ld32(h + 36, swap);
     unsigned cksum = h[32], compress = h[33], slots = h[34] ? h[34] : 1, flags = h[35];
     unsigned indblkshift = h[48], nlevels = h[49], nblkptr = h[50];
     if (type == 0 || !ot_valid(type))
@@ -246,8 +231,8 @@ static int objset_holds(uint32_t objset, uint32_t type)
 
 static int do_object(zv_recs *c, const unsigned char *h, int swap, zv_rproblem *out)
 {
-    uint64_t o = ld64(h + 8, swap);
-    uint32_t type = ld32(h + 16, swap);
+    uint64_t o = zv_ld64(h + 8, swap);
+    uint32_t type = zv_ld32(h + 16, swap);
     if (object_fields(c, h, swap, out))
         return 1;
     if (!objset_holds(c->objset, type))
@@ -296,14 +281,14 @@ static int zap_block(zv_recs *c, uint64_t o, uint64_t off, uint64_t bs, zv_rprob
 static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int swap,
                        zv_rproblem *out)
 {
-    uint64_t o = ld64(h + 8, swap);
+    uint64_t o = zv_ld64(h + 8, swap);
     switch (type) {
     case ZV_DRR_WRITE: { /* receive_process_write_record */
-        uint64_t off = ld64(h + 24, swap), len = ld64(h + 32, swap);
+        uint64_t off = zv_ld64(h + 24, swap), len = zv_ld64(h + 32, swap);
         if (off + len < off)
             return refuse(c, out, ZV_R_OVERFLOW, off, o);
-        if (!ot_valid(ld32(h + 16, swap)))
-            return refuse(c, out, ZV_R_WRITE_TYPE, ld32(h + 16, swap), o);
+        if (!ot_valid(zv_ld32(h + 16, swap)))
+            return refuse(c, out, ZV_R_WRITE_TYPE, zv_ld32(h + 16, swap), o);
         if (o < c->w_obj || (o == c->w_obj && off < c->w_off))
             return refuse(c, out, ZV_R_WRITE_ORDER, off, o);
         c->w_obj = o;
@@ -311,13 +296,13 @@ static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int sw
         return 0;
     }
     case ZV_DRR_FREE: { /* receive_free */
-        uint64_t off = ld64(h + 16, swap), len = ld64(h + 24, swap);
+        uint64_t off = zv_ld64(h + 16, swap), len = zv_ld64(h + 24, swap);
         if (len != UINT64_MAX && off + len < off)
             return refuse(c, out, ZV_R_OVERFLOW, off, o);
         return 0;
     }
     case ZV_DRR_WRITE_EMBEDDED: { /* receive_write_embedded */
-        uint64_t off = ld64(h + 16, swap), len = ld64(h + 24, swap);
+        uint64_t off = zv_ld64(h + 16, swap), len = zv_ld64(h + 24, swap);
         if (off + len < off)
             return refuse(c, out, ZV_R_OVERFLOW, off, o);
         if (h[41] >= NUM_BP_EMBEDDED_TYPES || h[40] >= ZIO_COMPRESS_FUNCTIONS || c->raw)
@@ -326,7 +311,7 @@ static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int sw
         return 0;
     }
     case ZV_DRR_SPILL: { /* receive_spill */
-        uint64_t len = ld64(h + 16, swap);
+        uint64_t len = zv_ld64(h + 16, swap);
         if (len < SPA_MINBLOCKSIZE || len > SPA_MAXBLOCKSIZE)
             return refuse(c, out, ZV_R_SPILL_LENGTH, len, o);
         return 0;
@@ -338,7 +323,7 @@ static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int sw
 
 static int do_data(zv_recs *c, const unsigned char *h, uint32_t type, int swap, zv_rproblem *out)
 {
-    uint64_t o = ld64(h + 8, swap);
+    uint64_t o = zv_ld64(h + 8, swap);
     int zap;
     if (o == 0 || o >= DN_MAX_OBJECT) /* dnode.c dnode_hold_impl: EINVAL */
         return refuse(c, out, ZV_R_OBJECT_NUMBER, o, o);
@@ -347,9 +332,9 @@ static int do_data(zv_recs *c, const unsigned char *h, uint32_t type, int swap, 
     if (!zap)
         return 0;
     if (type == ZV_DRR_WRITE)
-        return zap_block(c, o, ld64(h + 24, swap), ld64(h + 32, swap), out);
+        return zap_block(c, o, zv_ld64(h + 24, swap), zv_ld64(h + 32, swap), out);
     if (type == ZV_DRR_WRITE_EMBEDDED)
-        return zap_block(c, o, ld64(h + 16, swap), ld64(h + 24, swap), out);
+        return zap_block(c, o, zv_ld64(h + 16, swap), zv_ld64(h + 24, swap), out);
     return 0;
 }
 
@@ -359,13 +344,13 @@ int zv_recs_record(zv_recs *c, const unsigned char *h, uint32_t type, int swap, 
         return 0;
     switch (type) {
     case ZV_DRR_OBJECT: {
-        uint64_t o = ld64(h + 8, swap);
+        uint64_t o = zv_ld64(h + 8, swap);
         if (o == 0 || o >= DN_MAX_OBJECT)
             return refuse(c, out, ZV_R_OBJECT_NUMBER, o, o);
         return do_object(c, h, swap, out);
     }
     case ZV_DRR_FREEOBJECTS: { /* receive_freeobjects */
-        uint64_t first = ld64(h + 8, swap), n = ld64(h + 16, swap);
+        uint64_t first = zv_ld64(h + 8, swap), n = zv_ld64(h + 16, swap);
         if (first + n < first)
             return refuse(c, out, ZV_R_OVERFLOW, first, first);
         if (c->full && c->nr)
@@ -373,7 +358,7 @@ int zv_recs_record(zv_recs *c, const unsigned char *h, uint32_t type, int swap, 
         return 0;
     }
     case ZV_DRR_OBJECT_RANGE: { /* receive_object_range */
-        uint64_t first = ld64(h + 8, swap), n = ld64(h + 16, swap);
+        uint64_t first = zv_ld64(h + 8, swap), n = zv_ld64(h + 16, swap);
         if (n != DNODES_PER_BLOCK || first % DNODES_PER_BLOCK || !c->raw)
             return refuse(c, out, ZV_R_OBJECT_RANGE, first, first);
         c->or_first = first;

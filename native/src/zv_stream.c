@@ -47,20 +47,6 @@
 #include "zv_records.h"
 #include "zvstream.h"
 
-/* Fields in the sender's byte order (swap: it is not this machine's). */
-static inline uint32_t load32(const unsigned char *p, int swap)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return swap ? __builtin_bswap32(v) : v;
-}
-
-static inline uint64_t load64(const unsigned char *p, int swap)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return swap ? __builtin_bswap64(v) : v;
-}
 
 /* ------------------------------------------------------------------ */
 /* the scanner                                                         */
@@ -342,7 +328,7 @@ static size_t take(zv_stream *s, unsigned char *dst, size_t n)
 static void get_cksum(const unsigned char *p, int swap, uint64_t out[4])
 {
     for (int i = 0; i < 4; i++)
-        out[i] = load64(p + 8 * i, swap);
+        out[i] = zv_ld64(p + 8 * i, swap);
 }
 
 static int cksum_zero(const uint64_t c[4])
@@ -375,22 +361,22 @@ static uint64_t payload_len(const unsigned char *h, uint32_t type, int swap, uin
 {
     switch (type) {
     case ZV_DRR_OBJECT: {
-        uint64_t raw = load32(h + 36, swap), bonus = load32(h + 28, swap);
+        uint64_t raw = zv_ld32(h + 36, swap), bonus = zv_ld32(h + 28, swap);
         *bound = ZV_MAX_BONUS;
         return raw ? raw : round8(bonus);
     }
     case ZV_DRR_WRITE: {
         *bound = ZV_MAX_BLOCK;
-        return h[50] ? load64(h + 96, swap) : load64(h + 32, swap);
+        return h[50] ? zv_ld64(h + 96, swap) : zv_ld64(h + 32, swap);
     }
     case ZV_DRR_SPILL: {
-        uint64_t comp = load64(h + 40, swap);
+        uint64_t comp = zv_ld64(h + 40, swap);
         *bound = ZV_MAX_BLOCK;
-        return comp ? comp : load64(h + 16, swap);
+        return comp ? comp : zv_ld64(h + 16, swap);
     }
     case ZV_DRR_WRITE_EMBEDDED:
         *bound = ZV_MAX_EMBEDDED;
-        return load32(h + 52, swap); /* psize; rounded up by the caller */
+        return zv_ld32(h + 52, swap); /* psize; rounded up by the caller */
     default:
         *bound = 0;
         return 0;
@@ -401,11 +387,11 @@ static uint64_t logical_len(const unsigned char *h, uint32_t type, int swap)
 {
     switch (type) {
     case ZV_DRR_WRITE:
-        return load64(h + 32, swap);
+        return zv_ld64(h + 32, swap);
     case ZV_DRR_WRITE_EMBEDDED:
-        return load64(h + 24, swap);
+        return zv_ld64(h + 24, swap);
     case ZV_DRR_SPILL:
-        return load64(h + 16, swap);
+        return zv_ld64(h + 16, swap);
     default:
         return 0;
     }
@@ -535,17 +521,17 @@ static void skip_step(zv_stream *s)
 /* A short first record is a truncated stream only if what is there starts like one. */
 static int has_magic(const unsigned char *hdr, size_t have)
 {
-    if (have < 16 || load32(hdr, 0) != ZV_DRR_BEGIN)
+    if (have < 16 || zv_ld32(hdr, 0) != ZV_DRR_BEGIN)
         return 0;
-    uint64_t magic = load64(hdr + 8, 0);
+    uint64_t magic = zv_ld64(hdr + 8, 0);
     return magic == ZV_DRR_MAGIC || magic == __builtin_bswap64(ZV_DRR_MAGIC);
 }
 
 static int first_record(zv_stream *s)
 {
     /* Byte order comes from the BEGIN magic; anything else is not a send stream. */
-    uint64_t magic = load64(s->hdr + 8, 0);
-    uint32_t type = load32(s->hdr, 0);
+    uint64_t magic = zv_ld64(s->hdr + 8, 0);
+    uint32_t type = zv_ld32(s->hdr, 0);
     if (magic == ZV_DRR_MAGIC && type == ZV_DRR_BEGIN) {
         s->swap = 0;
     } else if (magic == __builtin_bswap64(ZV_DRR_MAGIC) && type == ZV_DRR_BEGIN) {
@@ -575,9 +561,9 @@ static void record_problem(zv_stream *s, const zv_rproblem *rp)
 /* @return 0, or -1 when the payload could not be read (fatal problem queued). */
 static int do_begin(zv_stream *s)
 {
-    uint64_t len = load32(s->hdr + 4, s->swap);
+    uint64_t len = zv_ld32(s->hdr + 4, s->swap);
     zv_sevent *ev;
-    if (load64(s->hdr + 8, s->swap) != ZV_DRR_MAGIC)
+    if (zv_ld64(s->hdr + 8, s->swap) != ZV_DRR_MAGIC)
         problem(s, ZV_SP_BEGIN_MAGIC, 0);
     s->st[0] = s->st[1] = s->st[2] = s->st[3] = 0;
     zv_fletcher4(s->st, s->hdr, ZV_DRR_SIZE, s->big_endian);
@@ -611,7 +597,7 @@ static int do_begin(zv_stream *s)
     s->seg.count[ZV_DRR_BEGIN] = 1;
     s->seg.payload_bytes = len;
     s->seg.stream_bytes = ZV_DRR_SIZE + len;
-    s->begin_toguid = load64(s->hdr + 40, s->swap);
+    s->begin_toguid = zv_ld64(s->hdr + 40, s->swap);
     s->verified_to = s->rec_off;
     s->relay_to = s->rec_off;
     if (eat_payload(s, len, keep) < 0)
@@ -665,7 +651,7 @@ static void do_end(zv_stream *s, const uint64_t before[4], uint64_t span_start)
 static void check_toguid(zv_stream *s, uint32_t type)
 {
     size_t off = toguid_off(type);
-    uint64_t g = load64(s->hdr + off, s->swap);
+    uint64_t g = zv_ld64(s->hdr + off, s->swap);
     /* libzfs writes the package ENDs with toguid 0 */
     if (g == s->begin_toguid || (type == ZV_DRR_END && g == 0))
         return;
@@ -736,7 +722,7 @@ static void step(zv_stream *s)
         return finish(s);
     if (zero_prefix(s->hdr, ZV_DRR_SIZE) == ZV_DRR_SIZE)
         return zero_run(s);
-    uint32_t type = load32(s->hdr, s->swap);
+    uint32_t type = zv_ld32(s->hdr, s->swap);
     s->rtype = type < ZV_DRR_NTYPES ? (int)type : -1;
     if (type == ZV_DRR_BEGIN) {
         if (do_begin(s) < 0)
@@ -875,11 +861,11 @@ static int order_of(int swap)
 static uint64_t record_len(const unsigned char *h, int swap, uint32_t *type)
 {
     uint64_t bound, len;
-    *type = load32(h, swap);
+    *type = zv_ld32(h, swap);
     if (*type >= ZV_DRR_NTYPES)
         return 0;
     if (*type == ZV_DRR_BEGIN) {
-        len = load32(h + 4, swap);
+        len = zv_ld32(h + 4, swap);
         bound = ZV_MAX_BEGIN_PAYLOAD;
     } else {
         len = payload_len(h, *type, swap, &bound);
@@ -939,12 +925,12 @@ static int fits(const walk *k, const unsigned char *h, uint32_t type)
 {
     zv_swalk *w = k->w;
     if (type == ZV_DRR_BEGIN) {
-        if (w->toguid != 0 || load64(h + 8, k->swap) != ZV_DRR_MAGIC)
+        if (w->toguid != 0 || zv_ld64(h + 8, k->swap) != ZV_DRR_MAGIC)
             return 0;
-        w->toguid = load64(h + 40, k->swap);
+        w->toguid = zv_ld64(h + 40, k->swap);
         return 1;
     }
-    uint64_t g = load64(h + toguid_off(type), k->swap), stored[4];
+    uint64_t g = zv_ld64(h + toguid_off(type), k->swap), stored[4];
     get_cksum(h + ZV_DRR_TRAILER_OFF, k->swap, stored);
     if (type == ZV_DRR_END && g == 0) /* libzfs writes the package ENDs with toguid 0 */
         return 1;
@@ -1012,8 +998,8 @@ static int anchors(const walk *k, size_t p, uint64_t st[4])
     const unsigned char *n = h + rlen;
     if (record_len(n, k->swap, &next_type) == 0 || next_type == ZV_DRR_BEGIN)
         return 0;
-    uint64_t guid = load64(h + toguid_off(type), k->swap);
-    if (guid == 0 || load64(n + toguid_off(next_type), k->swap) != guid)
+    uint64_t guid = zv_ld64(h + toguid_off(type), k->swap);
+    if (guid == 0 || zv_ld64(n + toguid_off(next_type), k->swap) != guid)
         return 0;
     get_cksum(h + ZV_DRR_TRAILER_OFF, k->swap, st);
     get_cksum(n + ZV_DRR_TRAILER_OFF, k->swap, stored);
@@ -1035,7 +1021,7 @@ static size_t search(walk *k)
     zv_swalk *w = k->w;
     for (size_t p = 0; k->len >= 2 * ZV_DRR_SIZE && p <= k->len - 2 * ZV_DRR_SIZE; p++) {
         for (int swap = 0; swap < 2; swap++) {
-            uint32_t type = load32(k->buf + p, swap);
+            uint32_t type = zv_ld32(k->buf + p, swap);
             if (type == ZV_DRR_BEGIN || type >= ZV_DRR_NTYPES) /* the cheap filter */
                 continue;
             k->swap = swap;
@@ -1044,7 +1030,7 @@ static size_t search(walk *k)
                 continue;
             uint32_t t;
             w->anchor = w->base + p;
-            w->toguid = load64(k->buf + p + toguid_off(type), swap);
+            w->toguid = zv_ld64(k->buf + p + toguid_off(type), swap);
             w->trailers = 1;
             w->proven_from = w->proven_to = w->base + p + ZV_DRR_TRAILER_OFF;
             w->big_endian = k->big_endian;
@@ -1071,7 +1057,7 @@ int zv_stream_walk(const unsigned char *buf, size_t len, zv_swalk *w)
     if (w->start == ZV_WALK_BEGIN) {
         if (len < ZV_DRR_SIZE || !has_magic(buf, len))
             return ZV_EINVAL;
-        k.swap = load64(buf + 8, 0) != ZV_DRR_MAGIC;
+        k.swap = zv_ld64(buf + 8, 0) != ZV_DRR_MAGIC;
         w->big_endian = order_of(k.swap);
         w->st[0] = w->st[1] = w->st[2] = w->st[3] = 0;
         w->toguid = 0;
