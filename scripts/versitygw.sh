@@ -31,6 +31,14 @@ fi
 # GOFLAGS=-p=1: one compile at a time, so the build leaves a core to whatever runs beside it
 # (scripts/test.sh builds the ZFS VM at the same time).
 mkdir -p "$BIN_DIR"
+# One build at a time (CI starts one early in the background, scripts/test.sh another): the
+# second waits here and then finds the first one's binary.
+exec 9>"$BIN_DIR/.lock"
+flock 9
+if "$BIN" --version >/dev/null 2>&1; then
+    echo "$BIN"
+    exit 0
+fi
 scratch=$(mktemp -d "$BIN_DIR/.build.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 if ! GOBIN="$scratch" GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -p=1" \
