@@ -7,7 +7,7 @@ function __zverify_subcommands
         case 'stream'
             string split ' ' -- verify info token
         case 'cold'
-            string split ' ' -- check scrub send restore prune lock clean parity repair
+            string split ' ' -- check scrub send restore prune lock clean parity repair consolidate digest
         case '*'
             return 1
     end
@@ -30,6 +30,24 @@ function __zverify_takes_value
         case 'cold clean|--endpoint-url'
             return 0
         case 'cold clean|--wait'
+            return 0
+        case 'cold consolidate|--dataset'
+            return 0
+        case 'cold consolidate|--endpoint-url'
+            return 0
+        case 'cold consolidate|--into'
+            return 0
+        case 'cold consolidate|--snapshot'
+            return 0
+        case 'cold consolidate|--wait'
+            return 0
+        case 'cold digest|--dataset'
+            return 0
+        case 'cold digest|--endpoint-url'
+            return 0
+        case 'cold digest|--snapshot'
+            return 0
+        case 'cold digest|--wait'
             return 0
         case 'cold lock|--days'
             return 0
@@ -268,6 +286,8 @@ complete -c zverify -n '__zverify_at \'cold\'' -a lock -d 'Extend the object loc
 complete -c zverify -n '__zverify_at \'cold\'' -a clean -d 'Remove the NAME.partial files that interrupted sends left, only when no run...'
 complete -c zverify -n '__zverify_at \'cold\'' -a parity -d 'Give every intact stream PAR2 parity'
 complete -c zverify -n '__zverify_at \'cold\'' -a repair -d 'Repair damaged streams from their parity into new files, prove each...'
+complete -c zverify -n '__zverify_at \'cold\'' -a consolidate -d 'Write NAME@S.zfsfull, a full stream of snapshot S made from the archive...'
+complete -c zverify -n '__zverify_at \'cold\'' -a digest -d 'Print the logical state digest of snapshot S per route that restores it'
 complete -c zverify -n '__zverify_at \'cold\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'cold check\'' -l dataset -x -d 'Only this dataset'
 complete -c zverify -n '__zverify_at \'cold check\'' -l json -d 'Print one JSON document'
@@ -384,5 +404,27 @@ complete -c zverify -n '__zverify_at \'cold repair\'' -l wait -x -d 'Wait up to 
 complete -c zverify -n '__zverify_at \'cold repair\'' -l endpoint-url -x -d 'The S3 server of an s3:// archive'
 complete -c zverify -n '__zverify_at \'cold repair\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'cold repair\'' -F
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l dataset -x -d 'Only this dataset'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l snapshot -x -d 'Snapshot name or GUID'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l into -x -d 'Write the new full into this directory'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l dry-run -s n -d 'Say what would be done'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l json -d 'Print one JSON document'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l quiet -s q -d 'Print only the verdict line'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l no-progress -d 'No progress bar'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l recursive -s r -d 'Also the directories below each DIR, or the prefixes below an s3:// URL\'s'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l wait -x -d 'Wait up to SECONDS for another zverify using the archive'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -l endpoint-url -x -d 'The S3 server of an s3:// archive'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -s h -l help -d 'Show the help and exit'
+complete -c zverify -n '__zverify_at \'cold consolidate\'' -F
+complete -c zverify -n '__zverify_at \'cold digest\'' -l dataset -x -d 'Only this dataset'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l snapshot -x -d 'Snapshot name or GUID'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l json -d 'Print one JSON document'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l quiet -s q -d 'Print only the verdict line'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l no-progress -d 'No progress bar'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l recursive -s r -d 'Also the directories below each DIR, or the prefixes below an s3:// URL\'s'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l wait -x -d 'Wait up to SECONDS for another zverify using the archive'
+complete -c zverify -n '__zverify_at \'cold digest\'' -l endpoint-url -x -d 'The S3 server of an s3:// archive'
+complete -c zverify -n '__zverify_at \'cold digest\'' -s h -l help -d 'Show the help and exit'
+complete -c zverify -n '__zverify_at \'cold digest\'' -F
 complete -c zverify -n '__zverify_at \'schema\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'schema\'' -F

@@ -44,6 +44,7 @@ from zverify.cold.operations import LockedChains, Pruned
 from zverify.cold.prune import blocked, plan_prune
 from zverify.report import cold as cold_report
 from zverify.report import compare_json as json_report
+from zverify.report import consolidate as consolidate_report
 from zverify.report import cutover as cutover_report
 from zverify.report import scrub as scrub_report
 from zverify.report import stream as stream_report
@@ -93,6 +94,8 @@ CONSTANTS = {
     "cold-repair": cold_report.REPAIR_SCHEMA,
     "cold-lock": cold_report.LOCK_SCHEMA,
     "cold-scrub": scrub_report.SCHEMA,
+    "cold-consolidate": consolidate_report.CONSOLIDATE_SCHEMA,
+    "cold-digest": consolidate_report.DIGEST_SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -190,6 +193,8 @@ JSON_OUTPUTS = {
     ("cold repair", "--json"): "cold-repair",
     ("cold lock", "--json"): "cold-lock",
     ("cold scrub", "--json"): "cold-scrub",
+    ("cold consolidate", "--json"): "cold-consolidate",
+    ("cold digest", "--json"): "cold-digest",
 }
 
 
@@ -837,3 +842,35 @@ def test_cold_parity_documents(cli: Run, tmp_path: Path) -> None:
     assert code == 0 and doc["dry_run"] is False and doc["exit_code"] == 0
     validate_document("cold-parity", doc)
     assert len(list(root.glob("*.par2"))) >= 2
+
+
+@exercises("cold-consolidate", "cold-digest")
+def test_cold_consolidate_and_digest_documents(cli: Run, tmp_path: Path) -> None:
+    """A real dry run; a written full, one whose digest differed and a digest of two routes
+    rendered from results (the engine's own runs: tests/cold/test_consolidate.py)."""
+    from zverify.cold.consolidate import Consolidated, Digested, Link, Route
+    from zverify.sendstream.synthesize import FullSummary
+
+    root = _archive(
+        tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream", INC_S1_S2: "incr_fs_s1_s2.zstream"}
+    )
+    code, doc = cli("cold", "consolidate", "-n", "--json", str(root))
+    assert code == 0 and doc["dry_run"] is True
+    validate_document("cold-consolidate", doc)
+    links = (Link(FULL_S1, 0, "s1", 1), Link(INC_S1_S2, 0, "s2", 2))
+    route = Route("zv/fs", "s2", 2, (FULL_S1, INC_S1_S2), links, 100)
+    written = FullSummary(2, "zv/fs@s2", 4, 4, 10, 5000)
+    for result in (
+        Consolidated(route, "zv%2Ffs@s2.zfsfull", "/cold", False, "blake3:aa", "blake3:aa",
+                     written, "ab" * 32),
+        Consolidated(route, "zv%2Ffs@s2.zfsfull", "/cold", False, "blake3:aa", "blake3:bb",
+                     written, differs="object 7 differs"),
+    ):  # fmt: skip
+        doc = json.loads(consolidate_report.consolidate_json(result))
+        validate_document("cold-consolidate", doc)
+        assert doc["exit_code"] == result.exit_code
+    other = Route("zv/fs", "s2", 2, ("zv%2Ffs@s2.zfsfull",), (Link("x", 0, "s2", 2),), 50)
+    digested = Digested("zv/fs", "s2", 2, [(route, "blake3:aa"), (other, "blake3:bb")], "x")
+    doc = json.loads(consolidate_report.digest_json(digested))
+    validate_document("cold-digest", doc)
+    assert doc["exit_code"] == 1 and doc["equal"] is False

@@ -24,6 +24,7 @@ from zverify.cli.epilogs import epilog
 from zverify.errors import UsageError
 
 if TYPE_CHECKING:
+    from zverify.cold.consolidate import Consolidated, Digested
     from zverify.cold.operations import Bars, Events, Hook, Result
     from zverify.cold.store import Store
 
@@ -608,6 +609,87 @@ def repair(
         _events(repairs_to_stdout=not quiet_lines),
     )  # fmt: skip
     return _show(result, as_json, quiet)
+
+
+@app.command("consolidate", epilog=epilog("cold consolidate"))
+def consolidate(
+    directories: Places,
+    dataset: Dataset = None,
+    snapshot: Annotated[
+        str | None,
+        typer.Option(help="Snapshot name or GUID (default: the newest restorable)."),
+    ] = None,
+    into: Annotated[
+        str | None,
+        typer.Option(
+            "--into",
+            metavar="DIR",
+            show_default=False,
+            help="Write the new full into this directory (default: the first DIR).",
+        ),
+    ] = None,
+    dry_run: DryRun = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
+    recursive: Recursive = False,
+    wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
+) -> int:
+    """Write NAME@S.zfsfull, a full stream of snapshot S made from the archive alone (the
+    route `cold restore` would receive, merged offline), validated as it is written and
+    kept only when its logical state digest equals the chain's.  Exit 0 written (or
+    planned: -n), 1 the digests differ (nothing kept), 2 refused or not read."""
+    from zverify.cold import consolidate as consolidating
+
+    store = _store(directories, recursive, endpoint_url)
+    target = store if into is None and store.uses_local_files else None
+    if target is None:
+        target = _store([into or directories[0]], False, endpoint_url)
+    bars = _bars(quiet or no_progress or as_json)
+    with bars("reading", None) as hook:
+        progress = (lambda _name, n: hook(n)) if hook else None
+        result = consolidating.consolidate(
+            store, target, dataset, snapshot, dry_run, max(0.0, wait),
+            ["cold", "consolidate", *sys.argv[3:]], progress,
+        )  # fmt: skip
+    return _show_own(result, as_json, quiet)
+
+
+@app.command("digest", epilog=epilog("cold digest"))
+def digest(
+    directories: Places,
+    dataset: Dataset = None,
+    snapshot: Annotated[
+        str | None,
+        typer.Option(help="Snapshot name or GUID (default: the newest restorable)."),
+    ] = None,
+    as_json: Json = False,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
+    recursive: Recursive = False,
+    wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
+) -> int:
+    """Print the logical state digest of snapshot S (its content, attributes, bonus and
+    spill blocks, however they were sent) per route that restores it: each chain from a
+    full.  Exit 0 every route gives one digest, 1 they differ (the first object named), 2
+    refused or not read."""
+    from zverify.cold import consolidate as consolidating
+
+    store = _store(directories, recursive, endpoint_url)
+    bars = _bars(quiet or no_progress or as_json)
+    with bars("reading", None) as hook:
+        progress = (lambda _name, n: hook(n)) if hook else None
+        result = consolidating.digest(store, dataset, snapshot, max(0.0, wait), progress)
+    return _show_own(result, as_json, quiet)
+
+
+def _show_own(result: "Consolidated | Digested", as_json: bool, quiet: bool) -> int:
+    from zverify.report import consolidate as consolidate_report
+
+    sys.stdout.write(consolidate_report.render(result, as_json, quiet))
+    return result.exit_code
 
 
 def _compress_option(text: str | None) -> tuple[str, int | None] | None:

@@ -144,6 +144,19 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold repair /cold",
         "zverify cold repair --remove-damaged /cold 'tank%2Fdata@s1.zfsfull'",
     ),
+    "cold consolidate": _simple(
+        f"{_OK} written and its digest equal to the chain's (or planned: -n), {_BAD} the "
+        f"digests differ (the first object named; nothing kept), {_TROUBLE} refused (raw, "
+        "redacted, dedup, resume, mixed chains: the file and field named) or not read.",
+        "zverify cold consolidate --dataset tank/data -n /cold",
+        "zverify cold consolidate --dataset tank/data --snapshot 100 /cold",
+    ),
+    "cold digest": _simple(
+        f"{_OK} every route to the snapshot gives one digest, {_BAD} routes disagree (the "
+        f"first object named), {_TROUBLE} refused or not read.",
+        "zverify cold digest --dataset tank/data /cold",
+        "zverify cold digest --dataset tank/data --snapshot 100 --json /cold",
+    ),
 }
 
 

@@ -1,0 +1,244 @@
+"""`zverify cold consolidate` and `zverify cold digest` on archives of real OpenZFS 2.1.11
+streams (tests/data/streams) and of streams built by tests/sendstream/streamgen.py.
+
+What a consolidated full is proven against comes from outside the code under test: the
+snapshot GUIDs `zfs list` printed when the fixtures were made (index.json), `zverify cold
+check` of the archive afterwards (the chain model and the scanner), and streamgen's
+independent walk.  Real receives of consolidated fulls are tests/cold/test_consolidate_zfs.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.console import zverify
+from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3, STREAMS, guid
+from tests.sendstream.streamgen import DRR, WRITE, StreamBuilder, resign, walk
+from zverify.cold import consolidate
+from zverify.cold.check import check_archive
+
+NAME_S3 = "zv%2Ffs@s3.zfsfull"
+NAME_S2 = "zv%2Ffs@s2.zfsfull"
+
+
+def _engine_missing() -> str | None:
+    """Why the chain-state engine cannot run in this checkout (helper A's merge and
+    digest), or None."""
+    from zverify.sendstream.chainstate import merge
+    from zverify.sendstream.digest import state_digest
+    from zverify.sendstream.records import RecordReader
+
+    with open(STREAMS / "full_fs_s1.zstream", "rb") as f:
+        reader = RecordReader(f.read, name="probe")
+        try:
+            state_digest(merge([reader]), reader.big_endian)
+        except NotImplementedError:
+            return "the chain-state engine (chainstate.merge, digest.state_digest) is not here yet"
+    return None
+
+
+needs_engine = pytest.mark.skipif(_engine_missing() is not None, reason=str(_engine_missing()))
+
+
+def archive(tmp_path: Path, *files: str, **renamed: str) -> Path:
+    root = tmp_path / "cold"
+    root.mkdir()
+    for name in files:
+        shutil.copy(STREAMS / FIXTURE[name], root / name)
+    for name, fixture in renamed.items():
+        shutil.copy(STREAMS / fixture, root / name)
+    return root
+
+
+def run(*args: str) -> tuple[int, dict[str, Any], str]:
+    done = zverify("cold", *args)
+    doc = json.loads(done.stdout) if "--json" in args and done.stdout else {}
+    return done.returncode, doc, done.stderr
+
+
+def restorable(root: Path) -> tuple[int, dict[str, list[str]]]:
+    done = zverify("cold", "check", "--json", str(root))
+    doc = json.loads(done.stdout)
+    (ds,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
+    return done.returncode, {r["snapshot"]: r["files"] for r in ds["restorable"]}
+
+
+# -- routes (no engine needed) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_each_substream_of_a_package_gets_its_own_reader(tmp_path: Path, packed: bool) -> None:
+    """A -I package holds @s2 and @s3: the route to @s3 reads the full and both substreams
+    of the package, each from its own BEGIN (also through zstd decompression)."""
+    root = archive(tmp_path, FULL_S1, PKG_S1_S3)
+    if packed:
+        subprocess.run(["zstd", "-q", "--rm", str(root / PKG_S1_S3)], check=True)
+    report = check_archive(str(root))
+    route = consolidate.route_of(report, "s3")
+    pkg = PKG_S1_S3 + (".zst" if packed else "")
+    assert [(link.file, link.index, link.snapshot) for link in route.links] == [
+        (FULL_S1, 0, "s1"),
+        (pkg, 0, "s2"),
+        (pkg, 1, "s3"),
+    ]
+    with contextlib.ExitStack() as stack:
+        readers = consolidate.open_route(stack, report, route)
+        begins = [(r.begin.fromguid, r.begin.toguid) for r in readers]
+        assert begins == [
+            (0, int(guid("s1"))),
+            (int(guid("s1")), int(guid("s2"))),
+            (int(guid("s2")), int(guid("s3"))),
+        ]
+        for r in readers:  # each reader reads its own substream to its END
+            while r.next() is not None:
+                pass
+            assert r.end_header is not None
+
+
+def test_route_to_a_snapshot_inside_a_package_stops_there(tmp_path: Path) -> None:
+    report = check_archive(str(archive(tmp_path, FULL_S1, PKG_S1_S3)))
+    route = consolidate.route_of(report, "s2")
+    assert [link.snapshot for link in route.links] == ["s1", "s2"]
+    assert consolidate.full_name(route) == NAME_S2
+
+
+def test_dry_run_plans_and_writes_nothing(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2, INC_S2_S3)
+    before = sorted(p.name for p in root.iterdir())
+    code, doc, err = run("consolidate", "--dataset", "zv/fs", "-n", "--json", str(root))
+    assert code == 0, err
+    assert doc["dry_run"] is True and doc["written"] is False
+    assert doc["file"] == NAME_S3 and doc["snapshot"] == {"name": "s3", "guid": guid("s3")}
+    assert doc["route"]["files"] == [FULL_S1, INC_S1_S2, INC_S2_S3]
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+def test_a_snapshot_a_full_restores_alone_is_refused_in_one_line(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1)
+    done = zverify("cold", "consolidate", str(root))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nothing to consolidate" in lines[0], done.stderr
+
+
+def test_an_existing_full_of_the_snapshot_is_never_overwritten(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    (root / NAME_S2).write_bytes(b"")  # whatever is there stays
+    done = zverify("cold", "consolidate", "-n", str(root))
+    assert done.returncode == 2 and "already exists" in done.stderr, done.stderr
+
+
+def test_an_unknown_snapshot_is_refused(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    done = zverify("cold", "consolidate", "--snapshot", "nope", str(root))
+    assert done.returncode == 2 and "@nope" in done.stderr, done.stderr
+
+
+# -- consolidating (the engine needed) ----------------------------------------------------------
+
+
+@needs_engine
+@pytest.mark.parametrize("files", [(INC_S1_S2, INC_S2_S3), (PKG_S1_S3,)])
+def test_consolidated_full_is_restorable_alone(tmp_path: Path, files: tuple[str, ...]) -> None:
+    """Real 2.1.11 chains: the new NAME@s3.zfsfull is one intact full of @s3's GUID, its
+    sidecar says synthetic and agrees with it, and `cold check` restores @s3 from it alone."""
+    root = archive(tmp_path, FULL_S1, *files)
+    code, doc, err = run("consolidate", "--dataset", "zv/fs", "--json", str(root))
+    assert code == 0, err
+    assert doc["written"] is True and doc["file"] == NAME_S3
+    assert doc["chain_digest"] == doc["full_digest"] and doc["full_digest"]
+    new = root / NAME_S3
+    assert not (root / (NAME_S3 + ".partial")).exists()
+    info = zverify("stream", "info", "--json", str(new))
+    assert info.returncode == 0, info.stdout
+    (sub,) = json.loads(info.stdout)["substreams"]
+    assert (sub["toguid"], sub["fromguid"], sub["kind"]) == (guid("s3"), "0", "full")
+    side = json.loads((root / (NAME_S3 + ".json")).read_text())
+    assert side["synthetic"]["sources"][0]["file"] == FULL_S1
+    assert side["synthetic"]["state_digest"] == doc["full_digest"]
+    code, reached = restorable(root)
+    assert code == 0
+    assert reached["s3"] == [NAME_S3]
+
+
+@needs_engine
+def test_digest_is_one_per_route_and_equal_after_consolidating(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    assert run("consolidate", str(root))[0] == 0
+    code, doc, err = run("digest", "--dataset", "zv/fs", "--snapshot", "s2", "--json", str(root))
+    assert code == 0, err
+    assert doc["equal"] is True and len(doc["routes"]) == 2
+    assert {tuple(r["files"]) for r in doc["routes"]} == {(NAME_S2,), (FULL_S1, INC_S1_S2)}
+    assert len({r["digest"] for r in doc["routes"]}) == 1
+
+
+def _tamper_first_write(path: Path) -> None:
+    """One byte of the first WRITE's payload changed, every checksum re-signed: the stream
+    is intact to every checksum, its content is not the snapshot's."""
+    data = bytearray(path.read_bytes())
+    first = next(r for r in walk(bytes(data)) if r.type == WRITE and r.payload)
+    data[first.offset + DRR + 5] ^= 0x40
+    path.write_bytes(resign(bytes(data)))
+
+
+@needs_engine
+def test_a_tampered_incremental_makes_the_routes_disagree(tmp_path: Path) -> None:
+    """A full of @s2 consolidated from the good chain, then the incremental tampered (and
+    re-signed: `cold check` calls it intact): the two routes to @s2 give two digests, exit 1
+    naming the object."""
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    assert run("consolidate", str(root))[0] == 0
+    _tamper_first_write(root / INC_S1_S2)
+    assert zverify("cold", "check", str(root)).returncode == 0  # intact to every checksum
+    code, doc, err = run("digest", "--snapshot", "s2", "--json", str(root))
+    assert code == 1, err
+    assert doc["equal"] is False and "object" in doc["differs"]
+    done = zverify("cold", "digest", "--snapshot", "s2", str(root))
+    assert done.returncode == 1 and "DIFFERENT" in done.stdout.splitlines()[-1]
+
+
+@needs_engine
+def test_streamgen_seed_archive_consolidates_to_the_last_snapshot(tmp_path: Path) -> None:
+    """The issue's seed layout: setname@0.zfsfull, setname@0-@1.zfsinc, setname@1-@2.zfsinc
+    -> setname@2.zfsfull, restorable alone."""
+    root = tmp_path / "cold"
+    root.mkdir()
+    guids = [0x1000 + i for i in range(3)]
+    for i, g in enumerate(guids):
+        b = StreamBuilder()
+        b.substream(f"pool/setname@{i}", g, guids[i - 1] if i else 0)
+        name = "setname@0.zfsfull" if i == 0 else f"setname@{i - 1}-@{i}.zfsinc"
+        (root / name).write_bytes(bytes(b.data))
+    code, doc, err = run("consolidate", "--json", str(root))
+    assert code == 0, err
+    assert doc["file"] == "setname@2.zfsfull"
+    out = (root / "setname@2.zfsfull").read_bytes()
+    assert struct.unpack_from("<Q", out, 40)[0] == guids[2]  # drr_toguid
+    assert struct.unpack_from("<Q", out, 48)[0] == 0  # drr_fromguid
+    assert len(walk(out)) > 2
+    done = zverify("cold", "check", "--json", str(root))
+    assert done.returncode == 0, done.stdout
+    (ds,) = json.loads(done.stdout)["datasets"]
+    assert {r["snapshot"]: r["files"] for r in ds["restorable"]}["2"] == ["setname@2.zfsfull"]
+
+
+@needs_engine
+def test_a_raw_chain_is_refused_in_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "cold"
+    root.mkdir()
+    shutil.copy(STREAMS / "raw_w_enc_s1.zstream", root / "zv%2Fenc@s1.zfsfull")
+    shutil.copy(STREAMS / "raw_w_enc_s1_s2.zstream", root / "zv%2Fenc@s1-@s2.zfsinc")
+    done = zverify("cold", "consolidate", str(root))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "raw" in done.stderr.lower()
+    assert not (root / "zv%2Fenc@s2.zfsfull").exists()
+    assert not list(root.glob("*.partial"))

@@ -1,0 +1,633 @@
+"""`cold consolidate` and `cold digest`: a full stream of a snapshot made from the archive
+alone, and the logical state digest of a snapshot per route that restores it.
+
+consolidate_route() writes NAME@S.zfsfull from the route the chain model plans for S (the
+fewest bytes from a full, as `cold restore` receives it; zverify.sendstream.chain):
+
+1. the archive is read completely (`cold check`): only intact files are planned;
+2. each substream of the route (a `-I` package holds several: one read position each) is
+   opened by the archive's store (a directory, a bucket, a compressed file decompressed as
+   it is read) as a RecordReader, and the chain-state engine (chainstate.merge) yields the
+   records a full of S carries;
+3. one pass writes them (synthesize.FullWriter) into NAME@S.zfsfull.partial through the
+   C scanner's relay, so the file is validated as written, while the same records feed the
+   chain's digest (digest.state_digest);
+4. the written file is read back as a one-substream route: its digest must equal the
+   chain's, else nothing is renamed, the partial is removed and the result is exit 1 naming
+   the first object that differs (digest.state_objects);
+5. the file is renamed into place (never over an existing one), then its sidecar NAME.json
+   written: "synthetic", with the source files, their END-checksum digests and the state
+   digest.
+
+A route the engine cannot merge (raw, redacted, dedup, resume, mixed byte order or
+large-block state, a clone) is Refused: exit 2 with the file, field and offset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from zverify import __version__, exitcodes, provenance
+from zverify.cold import names, restore
+from zverify.cold.check import ArchiveReport
+from zverify.cold.entries import FileStamp
+from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced
+from zverify.errors import ColdError, UnrestorableError, ZverifyError
+from zverify.sendstream import compressed
+from zverify.sendstream.chain import ArchivedFile, Restorable, chains, plan
+from zverify.sendstream.chainstate import StateRecord, merge
+from zverify.sendstream.digest import state_digest, state_objects
+from zverify.sendstream.format import RECORD_SIZE, HeaderType, RecordType
+from zverify.sendstream.records import RecordReader, Refused
+from zverify.sendstream.report import StreamReport
+from zverify.sendstream.synthesize import FullSummary, FullWriter, route_features
+from zverify.sendstream.validate import verify_stream
+
+SYNTHETIC = "zverify cold consolidate"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One substream of a route: the file it is in, its index there, the snapshot it ends."""
+
+    file: str
+    index: int
+    snapshot: str
+    guid: int
+
+
+@dataclass(frozen=True)
+class Route:
+    """The substreams that rebuild a snapshot, oldest (the full) first."""
+
+    dataset: str
+    snapshot: str
+    guid: int
+    files: tuple[str, ...]
+    links: tuple[Link, ...]
+    bytes: int
+
+
+@dataclass
+class Consolidated:
+    """What `cold consolidate` did (or would do: dry_run)."""
+
+    route: Route
+    name: str  # the new file's key
+    into: str  # the place it is written in
+    dry_run: bool = False
+    chain_digest: str | None = None
+    full_digest: str | None = None
+    written: FullSummary | None = None
+    sha256: str | None = None
+    differs: str | None = None  # the first difference, in words, when the digests differ
+    note: str | None = None  # what went wrong after the rename (the sidecar)
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=False, different=self.differs is not None)
+
+
+@dataclass
+class Digested:
+    """The digest of a snapshot per route that restores it."""
+
+    dataset: str
+    snapshot: str
+    guid: int
+    routes: list[tuple[Route, str]] = field(default_factory=list)
+    differs: str | None = None  # the first difference between two routes, in words
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.verdict(unverified=False, different=self.differs is not None)
+
+
+# -- routes ---------------------------------------------------------------------------------
+
+
+def route_of(report: ArchiveReport, snapshot: str | None) -> Route:
+    """The route `cold restore` would receive for snapshot (default: the newest restorable),
+    cut at the snapshot's own substream.  Raises ColdError, UnrestorableError."""
+    try:
+        chosen = restore.plan_restore(report, "", snapshot)
+    except UnrestorableError as err:  # no route: nothing to merge, a refusal (exit 2)
+        raise ColdError(str(err)) from None
+    return _route(report, chosen.snapshot)
+
+
+def _route(report: ArchiveReport, r: Restorable) -> Route:
+    archived = {f.name: f for f in report.chained}
+    links: list[Link] = []
+    for name in r.files:
+        f = archived.get(name)
+        if f is None:
+            raise ColdError(f"internal error: the route of @{r.snapshot} plans {names.shown(name)}")
+        links += _links_of(f, r)
+    if not links or links[-1].guid != r.guid:
+        raise ColdError(f"internal error: the route of @{r.snapshot} does not end at it")
+    size = sum(archived[n].size for n in r.files)
+    return Route(r.dataset, r.snapshot, r.guid, r.files, tuple(links), size)
+
+
+def _links_of(f: ArchivedFile, r: Restorable) -> list[Link]:
+    """The substreams of f that are of r's dataset, up to r's snapshot.  A clone substream
+    (of a `-R` package) is refused: its origin's state would have to be merged too."""
+    out = []
+    for i, step in enumerate(f.steps):
+        if step.dataset != r.dataset:
+            continue
+        if step.clone:
+            raise Refused(
+                f"{names.shown(f.name)} substream {i + 1}: {step.dataset}@{step.snapshot} is a "
+                "clone stream (DRR_FLAG_CLONE): consolidate merges no origin's state"
+            )
+        out.append(Link(f.name, i, step.snapshot, step.to_guid))
+        if step.to_guid == r.guid:
+            break
+    return out
+
+
+def routes_to(report: ArchiveReport, snapshot: str | None) -> list[Route]:
+    """One route per chain (a full and the files after it) that restores snapshot, each
+    the fewest bytes within its chain; the cheapest overall first."""
+    first = route_of(report, snapshot)
+    found = [first]
+    archived = report.chained
+    for chain in chains(first.dataset, archived):
+        mine = [f for f in archived if f.name in chain.files]
+        planned = plan(mine).get(first.dataset)
+        reached = [r for r in planned.restorable if r.guid == first.guid] if planned else []
+        if reached and reached[0].files not in [r.files for r in found]:
+            found.append(_route(report, reached[0]))
+    return found
+
+
+# -- reading a route ----------------------------------------------------------------------
+
+
+class _Input:
+    """The decoded bytes of one archive file from a position: read(n) short only at the
+    end; skip(n) seeks when the file can, reads past otherwise."""
+
+    def __init__(
+        self, stack: contextlib.ExitStack, store: Store, key: str, expect: FileStamp | None
+    ):
+        self.name = names.shown(key)
+        try:
+            fd = store.open_read(key, expect)
+        except OSError as err:
+            raise ColdError(f"cannot open {self.name}: {err.strerror or err}") from None
+        stack.callback(_finish, store, key, fd)
+        self._fd, self._head, self._seekable = fd, b"", _seekable(fd)
+        kind = compressed.detect_fd(fd) if self._seekable else None
+        if not self._seekable:
+            self._head = compressed.read_head(fd)
+            kind = compressed.detect(self._head)
+        if kind is not None:
+            self._fd, _layer = stack.enter_context(compressed.decompressing(fd, kind, self._head))
+            # the check proved the compressed layer; a read that ends short is Refused
+            self._head, self._seekable = b"", False
+
+    def read(self, n: int) -> bytes:
+        if self._head:
+            got, self._head = self._head[:n], self._head[n:]
+            return got
+        try:
+            return os.read(self._fd, n)
+        except OSError as err:
+            raise ColdError(f"reading {self.name} failed: {err.strerror or err}") from None
+
+    def skip(self, n: int) -> None:
+        if self._seekable and not self._head:
+            os.lseek(self._fd, n, os.SEEK_CUR)
+            return
+        while n > 0:
+            got = self.read(min(n, 1 << 20))
+            if not got:
+                return  # the reader finds the end where it reads next
+            n -= len(got)
+
+    def peek(self, n: int) -> bytes:
+        """The next n bytes (fewer at the end), read again by the next read()."""
+        data = b""
+        while len(data) < n and (more := self.read(n - len(data))):
+            data += more
+        self._head = data + self._head
+        return data
+
+
+def _seekable(fd: int) -> bool:
+    try:
+        os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError:
+        return False
+    return True
+
+
+def _finish(store: Store, key: str, fd: int) -> None:
+    with contextlib.suppress(OSError, ZverifyError):
+        store.finish_read(key, fd)
+
+
+def _reader(src: _Input, name: str, start: int, big_endian: bool | None) -> RecordReader:
+    return RecordReader(src.read, name=name, start=start, big_endian=big_endian, skip=src.skip)
+
+
+def open_route(
+    stack: contextlib.ExitStack, report: ArchiveReport, route: Route
+) -> list[RecordReader]:
+    """A RecordReader per link of route, oldest first, each positioned at its substream."""
+    store = report.store or LocalStore([report.directory])
+    expect = {f.name: f.identity for f in report.files}
+    packages = {f.name for f in report.files if f.kind == "intermediate"}
+    readers: list[RecordReader] = []
+    big: bool | None = None
+    for link in route.links:
+        src = _Input(stack, store, link.file, expect.get(link.file))
+        where = f"{names.shown(link.file)} substream {link.index + 1} (@{link.snapshot})"
+        start = _skip_to_substream(src, link, where) if link.file in packages else 0
+        reader = _reader(src, where, start, big)
+        big = reader.big_endian
+        readers.append(reader)
+    return readers
+
+
+def _skip_to_substream(src: _Input, link: Link, where: str) -> int:
+    """Past a package's compound header and the substreams before link's; its offset."""
+    header = _reader(src, f"{names.shown(link.file)} package header", 0, None)
+    if header.begin.header_type != HeaderType.COMPOUNDSTREAM:
+        raise Refused(f"{names.shown(link.file)}: byte 0: a package without its header BEGIN")
+    _drain(header)
+    at, big = header.where(), header.big_endian
+    for i in range(link.index):
+        if int.from_bytes(src.peek(4), "big" if big else "little") == RecordType.END:
+            break
+        sub = _reader(src, f"{names.shown(link.file)} substream {i + 1}", at, big)
+        _drain(sub)
+        at = sub.where()
+    if len(src.peek(RECORD_SIZE)) < RECORD_SIZE:
+        raise Refused(f"{where}: byte {at}: the package ends before this substream")
+    return at
+
+
+def _drain(reader: RecordReader) -> None:
+    while reader.next() is not None:
+        pass
+
+
+# -- digests --------------------------------------------------------------------------------
+
+
+def route_digest(report: ArchiveReport, route: Route) -> str:
+    """The logical state digest of route's snapshot (one pass over the route)."""
+    with contextlib.ExitStack() as stack:
+        readers = open_route(stack, report, route)
+        return state_digest(merge(readers), readers[0].big_endian)
+
+
+def _objects(records: Iterable[StateRecord], big_endian: bool) -> Iterator[tuple[int, str]]:
+    return state_objects(records, big_endian)
+
+
+def first_difference(
+    left: Callable[[contextlib.ExitStack], list[RecordReader]],
+    right: Callable[[contextlib.ExitStack], list[RecordReader]],
+    what: tuple[str, str],
+) -> str:
+    """The first object whose state differs between two routes (each opened by a
+    callable), in words: object N differs, or is only in one of them."""
+    with contextlib.ExitStack() as stack:
+        a, b = left(stack), right(stack)
+        ours = _objects(merge(a), a[0].big_endian)
+        theirs = _objects(merge(b), b[0].big_endian)
+        for x, y in _zip_longest(ours, theirs):
+            if x == y:
+                continue
+            if x is None or (y is not None and y[0] < x[0]):
+                assert y is not None
+                return f"object {y[0]} is only in {what[1]}"
+            if y is None or x[0] < y[0]:
+                return f"object {x[0]} is only in {what[0]}"
+            return f"object {x[0]} differs"
+    return "the digests differ, yet no object does (the digest covers more than objects)"
+
+
+def _zip_longest(
+    a: Iterator[tuple[int, str]], b: Iterator[tuple[int, str]]
+) -> Iterator[tuple[tuple[int, str] | None, tuple[int, str] | None]]:
+    """Pairs by object number (an object only on one side pairs with None)."""
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            yield x, None
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            yield None, y
+            y = next(b, None)
+        else:
+            yield x, y
+            x, y = next(a, None), next(b, None)
+
+
+def digest_snapshot(report: ArchiveReport, snapshot: str | None) -> Digested:
+    """The digest of snapshot per route that restores it; the first difference when two
+    routes disagree."""
+    routes = routes_to(report, snapshot)
+    first = routes[0]
+    result = Digested(first.dataset, first.snapshot, first.guid)
+    for route in routes:
+        result.routes.append((route, route_digest(report, route)))
+    base_route, base = result.routes[0]
+    for other, digest in result.routes[1:]:
+        if digest != base:
+            result.differs = first_difference(
+                _opener(report, base_route),
+                _opener(report, other),
+                (_shown_route(base_route), _shown_route(other)),
+            )
+            break
+    return result
+
+
+def _opener(
+    report: ArchiveReport, route: Route
+) -> Callable[[contextlib.ExitStack], list[RecordReader]]:
+    return lambda stack: open_route(stack, report, route)
+
+
+def _shown_route(route: Route) -> str:
+    return "the route " + " + ".join(names.shown(f) for f in route.files)
+
+
+# -- consolidate ------------------------------------------------------------------------------
+
+
+def full_name(route: Route) -> str:
+    """NAME@S.zfsfull, NAME as the route's full is named (`setname`), else the dataset."""
+    claimed = names.parse(os.path.basename(route.files[0]))
+    prefix = names.encode_dataset(route.dataset)
+    if claimed is not None and names.names_dataset(claimed.dataset, route.dataset):
+        prefix = names.encode_dataset(claimed.dataset)
+    return f"{prefix}@{route.snapshot}{names.FULL}"
+
+
+def plan_consolidate(report: ArchiveReport, snapshot: str | None, into: Store) -> Consolidated:
+    route = route_of(report, snapshot)
+    if len(route.links) == 1 and report_kind(report, route.files[0]) == "full":
+        raise ColdError(
+            f"@{route.snapshot} is restored from the full {names.shown(route.files[0])} "
+            "alone: nothing to consolidate"
+        )
+    name = full_name(route)
+    if isinstance(into, LocalStore) and os.path.lexists(into.local_path(name)):
+        raise ColdError(
+            f"{names.shown(name)} already exists in {into.shown}: refusing to overwrite it"
+        )
+    return Consolidated(route, name, into.shown, dry_run=True)
+
+
+def report_kind(report: ArchiveReport, name: str) -> str:
+    return next((f.kind for f in report.files if f.name == name), "unknown")
+
+
+def consolidate_route(
+    report: ArchiveReport, planned: Consolidated, into: Store, argv: list[str]
+) -> Consolidated:
+    """Write, validate, prove and rename planned's full (see the module's docstring)."""
+    if not isinstance(into, LocalStore):
+        raise ColdError(
+            "--into s3://: a consolidated full is read back from its file before it is kept; "
+            "write it into a directory (then copy it to the bucket)"
+        )
+    result = Consolidated(planned.route, planned.name, planned.into)
+    try:
+        w = into.writer(planned.name)
+    except FileExistsError:
+        raise ColdError(
+            f"{names.shown(planned.name)}.partial exists: `zverify cold clean`"
+        ) from None
+    try:
+        scanned = _write_validated(report, result, w)
+        _check_scan(scanned, result, w)
+        result.full_digest = _digest_of_file(w.fd, w.partial)
+        if result.full_digest != result.chain_digest:
+            result.differs = first_difference(
+                _opener(report, result.route),
+                lambda s: [_file_reader(s, w.fd, w.partial)],
+                (_shown_route(result.route), f"the new {names.shown(planned.name)}"),
+            )
+            w.discard()
+            return result
+        result.sha256 = w.stored_sha256()
+        w.commit()
+    except Unsynced as err:
+        result.note = str(err)
+        return result
+    except BaseException:
+        w.discard()
+        raise
+    result.note = _write_sidecar(into, report, result, argv)
+    return result
+
+
+def _write_validated(report: ArchiveReport, result: Consolidated, w: StoreWriter) -> StreamReport:
+    """One pass: merge -> writer -> pipe -> the scanner (relaying into the file), the chain's
+    digest taken from the same records."""
+    r, wpipe = os.pipe()
+    scanned: list[StreamReport] = []
+
+    def scan() -> None:
+        try:
+            scanned.append(verify_stream(r, relay_to=w.fd, decompress=False))
+        finally:
+            os.close(r)
+
+    thread = threading.Thread(target=scan, daemon=True)
+    thread.start()
+    try:
+        with contextlib.ExitStack() as stack:
+            readers = open_route(stack, report, result.route)
+            big = readers[0].big_endian
+            features = route_features((x.begin.features, x.begin.flags) for x in readers)
+            writer = FullWriter(_pipe_writer(wpipe), readers[-1].begin_header, features, big)
+
+            def written(records: Iterable[StateRecord]) -> Iterator[StateRecord]:
+                for rec in records:
+                    writer.add(rec)
+                    yield rec
+
+            result.chain_digest = state_digest(written(merge(readers)), big)
+            result.written = writer.finish()
+    finally:
+        os.close(wpipe)
+        thread.join()
+    if not scanned:
+        raise ColdError(f"the scanner of {names.shown(w.partial)} stopped without a verdict")
+    return scanned[0]
+
+
+def _pipe_writer(fd: int) -> Callable[[bytes], None]:
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except BrokenPipeError:
+            raise ColdError("the scanner stopped reading the new full (see its problem)") from None
+
+    return write
+
+
+def _check_scan(scanned: StreamReport, result: Consolidated, w: StoreWriter) -> None:
+    """The scanner's verdict on what was written: one intact full of the route's snapshot,
+    every byte of it in the file."""
+    shown = names.shown(w.partial)
+    if not scanned.valid:
+        first = scanned.problems[0] if scanned.problems else None
+        where = f" at byte {first.offset}: {first.message}" if first else ""
+        raise ColdError(f"the full written to {shown} is not valid{where}; nothing kept")
+    subs = scanned.substreams
+    if len(subs) != 1 or subs[0].fromguid != 0 or subs[0].toguid != result.route.guid:
+        raise ColdError(f"{shown} is not one full stream of guid {result.route.guid}; nothing kept")
+    w.sync()
+    if scanned.relayed != scanned.size or w.stored_size() != scanned.size:
+        raise ColdError(f"{shown} holds {w.stored_size()} bytes, the stream {scanned.size}")
+
+
+def _file_reader(stack: contextlib.ExitStack, fd: int, partial: str) -> RecordReader:
+    """The file being written, read from its start by pread (its fd stays where it is)."""
+    at = [0]
+
+    def read(n: int) -> bytes:
+        data = os.pread(fd, n, at[0])
+        at[0] += len(data)
+        return data
+
+    def skip(n: int) -> None:
+        at[0] += n
+
+    return RecordReader(read, name=names.shown(os.path.basename(partial)), skip=skip)
+
+
+def _digest_of_file(fd: int, partial: str) -> str:
+    with contextlib.ExitStack() as stack:
+        reader = _file_reader(stack, fd, partial)
+        return state_digest(merge([reader]), reader.big_endian)
+
+
+def sidecar_document(
+    report: ArchiveReport, result: Consolidated, argv: list[str]
+) -> dict[str, object]:
+    """The new full's NAME.json: what `cold check` holds against the stream (dataset, GUIDs,
+    bytes, kind, snapshots) and that it is synthetic: its sources and digests."""
+    route, written = result.route, result.written
+    assert written is not None
+    digests = {f.name: f.digest for f in report.files}
+    dataset = written.toname.partition("@")[0]
+    return {
+        "dataset": dataset,
+        "from_snapshot": None,
+        "from_guid": "0",
+        "to_snapshot": route.snapshot,
+        "to_guid": str(route.guid),
+        "snapshots": [route.snapshot],
+        "kind": "full",
+        "bytes": written.bytes,
+        "sha256": result.sha256,
+        "synthetic": {
+            "by": SYNTHETIC,
+            "state_digest": result.full_digest,
+            "sources": [
+                {"file": names.for_json(f)[0], "digest": digests.get(f)} for f in route.files
+            ],
+            "substreams": [
+                {
+                    "file": names.for_json(link.file)[0],
+                    "index": link.index,
+                    "snapshot": link.snapshot,
+                    "guid": str(link.guid),
+                }
+                for link in route.links
+            ],
+        },
+        "command": ["zverify", *argv],
+        "created": int(time.time()),
+        "zverify_version": __version__,
+        provenance.KEY: provenance.producer(),
+    }
+
+
+def _write_sidecar(
+    into: Store, report: ArchiveReport, result: Consolidated, argv: list[str]
+) -> str | None:
+    """NAME.json by an exclusive .partial and a rename; what went wrong, or None (a sidecar
+    is never needed to restore: its failure keeps the proven full)."""
+    data = (json.dumps(sidecar_document(report, result, argv), indent=2) + "\n").encode()
+    w: StoreWriter | None = None
+    try:
+        w = into.writer(result.name + names.SIDECAR)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w.fd, view) :]
+        w.commit()
+    except (OSError, ColdError, FileExistsError) as err:
+        left = w.discard() if w is not None else None
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        return f"its sidecar was not written: {why}{f'; {left}' if left else ''}"
+    return None
+
+
+# -- the operations ---------------------------------------------------------------------------
+
+
+def consolidate(
+    store: Store,
+    into: Store,
+    dataset: str | None,
+    snapshot: str | None,
+    dry_run: bool,
+    wait: float,
+    argv: list[str],
+    progress: Callable[[str, int], None] | None = None,
+) -> Consolidated:
+    """Read the archive, plan the route, and (unless dry_run) write and prove the full,
+    holding the archive's lock (a writer's: no prune deletes a source meanwhile)."""
+    how = "read" if dry_run else "write"
+    with contextlib.ExitStack() as locks:
+        locks.enter_context(store.lock(how, wait))
+        if into.places != store.places:
+            locks.enter_context(into.lock(how, wait))
+        report = read_archive(store, dataset, progress)
+        planned = plan_consolidate(report, snapshot, into)
+        if dry_run:
+            return planned
+        return consolidate_route(report, planned, into, argv)
+
+
+def digest(
+    store: Store,
+    dataset: str | None,
+    snapshot: str | None,
+    wait: float,
+    progress: Callable[[str, int], None] | None = None,
+) -> Digested:
+    with store.lock("read", wait):
+        report = read_archive(store, dataset, progress)
+        return digest_snapshot(report, snapshot)
+
+
+def read_archive(
+    store: Store, dataset: str | None, progress: Callable[[str, int], None] | None
+) -> ArchiveReport:
+    """The archive read completely; a damaged file on no route does not stop the work, one
+    on the route is not planned (the chain model plans intact files only)."""
+    from zverify.cold.check import check_archive
+
+    return check_archive(store, dataset, progress)
