@@ -357,3 +357,71 @@ def byteswap(data: bytes) -> bytes:
         for off, size in fields:
             buf[h + off : h + off + size] = buf[h + off : h + off + size][::-1]
     return resign(bytes(buf))
+
+
+# -- records for chain-state tests (the chain-state engine, zverify.sendstream.chainstate) --
+
+
+def object_record(
+    b: StreamBuilder,
+    obj: int,
+    *,
+    blksz: int = 4096,
+    dn_slots: int = 0,
+    flags: int = 0,
+    bonus: bytes = b"b" * 13,
+    otype: int = 19,
+    bonustype: int = 44,
+    trunc_blocks: int | None = None,
+) -> None:
+    """An OBJECT with every attribute chosen, then (trunc_blocks given) the FREE to END a
+    sender writes after it: offset (maxblkid + 1) * blksz, length UINT64_MAX."""
+    head = struct.pack(
+        b.o + "IIQIIIIBBBBIQ",
+        OBJECT, 0, obj, otype, bonustype, blksz, len(bonus), 7, 15, dn_slots, flags, 0, b.toguid,
+    )  # fmt: skip
+    b._emit(head, bonus + b"\0" * (-len(bonus) % 8))
+    if trunc_blocks is not None:
+        b.free(obj, trunc_blocks * blksz, M64)
+
+
+def write_record(
+    b: StreamBuilder, obj: int, offset: int, payload: bytes, *, compression: int = 0, lsize: int = 0
+) -> None:
+    """A WRITE; compression (zio enum, 15 = lz4) makes payload the compressed bytes of a
+    block of lsize logical bytes."""
+    logical = lsize if compression else len(payload)
+    csize = len(payload) if compression else 0
+    head = struct.pack(
+        b.o + "IIQIIQQQBBB5x40xQ",
+        WRITE, 0, obj, 19, 0, offset, logical, b.toguid, 2, 0, compression, csize,
+    )  # fmt: skip
+    b._emit(head, payload)
+
+
+def spill_record(b: StreamBuilder, obj: int, data: bytes, flags: int = 0) -> None:
+    """A SPILL of data (flags 4: DRR_SPILL_UNMODIFIED); drr_type DMU_OT_SA (44)."""
+    head = bytearray(
+        struct.pack(b.o + "IIQQQBB6xQ", SPILL, 0, obj, len(data), b.toguid, flags, 0, 0)
+    )
+    head = head.ljust(88, b"\0")
+    struct.pack_into(b.o + "I", head, 84, 44)
+    b._emit(bytes(head), data)
+
+
+def lz4_zfs(data: bytes) -> bytes:
+    """A block as ZFS's lz4 writes it: a 4-byte big-endian length, then an lz4 block."""
+    import lz4.block
+
+    comp = lz4.block.compress(data, store_size=False)
+    return struct.pack(">I", len(comp)) + comp
+
+
+def embedded_record(b: StreamBuilder, obj: int, offset: int, data: bytes, blksz: int) -> None:
+    """A WRITE_EMBEDDED of a block of blksz logical bytes whose start is data (lz4)."""
+    payload = lz4_zfs(data.ljust(blksz, b"\0"))
+    head = struct.pack(
+        b.o + "IIQQQQBB6xII", WRITE_EMBEDDED, 0, obj, offset, blksz, b.toguid, 15, 0, blksz,
+        len(payload),
+    )  # fmt: skip
+    b._emit(head, payload + b"\0" * (-len(payload) % 8))

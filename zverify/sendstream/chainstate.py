@@ -5,17 +5,52 @@ merge() reads every substream of the route at once, each cursor moving forward b
 number, and yields per live object its newest OBJECT, the truncation a full carries, its
 data by increasing offset (the newest WRITE/WRITE_EMBEDDED/FREE wins per byte range,
 cut at the substream in which the receiver last freed or reallocated the object) and its
-spill block.  No payload is buffered: a superseded payload is skipped.
+spill block.  Which substream frees what follows OpenZFS 2.1.11's receive_object and
+receive_handle_existing_object (dmu_recv.c).  No payload is buffered: a payload is read
+only when its record is emitted, and skipped otherwise.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from zverify.sendstream.records import Rec, RecordReader, Refused
+from zverify.sendstream.format import BeginFlag, Feature, HeaderType, RecordType
+from zverify.sendstream.records import (
+    DRR_OBJECT_SPILL,
+    DRR_SPILL_UNMODIFIED,
+    ObjectFields,
+    Rec,
+    RecordReader,
+    Refused,
+    free_fields,
+    freeobjects_fields,
+    object_fields,
+    record_object,
+    spill_fields,
+)
 
-__all__ = ["Rec", "RecordReader", "Refused", "StateRecord", "merge"]
+__all__ = ["MAX_PENDING", "Rec", "RecordReader", "Refused", "StateRecord", "merge"]
+
+MAX_PENDING = 65_536
+"""Pending FREE/FREEOBJECTS intervals one cursor may hold; past it the chain is refused."""
+
+M64 = (1 << 64) - 1
+INF = 1 << 65
+DMU_OT_SA = 44
+_DATA = (RecordType.WRITE, RecordType.WRITE_EMBEDDED, RecordType.FREE, RecordType.SPILL)
+_REFUSED_FEATURES = {
+    Feature.RAW: "raw (zfs send -w): the blocks are encrypted, the merge cannot see them",
+    Feature.REDACTED: "redacted (zfs send --redact)",
+    Feature.DEDUP: "deduplicated (zfs send -D): WRITE_BYREF needs a whole-stream table",
+    Feature.RESUMING: "a resumed send (zfs send -t): a partial state",
+}
+_REFUSED_RECORDS = {
+    RecordType.WRITE_BYREF: "a deduplicated stream",
+    RecordType.OBJECT_RANGE: "a raw stream",
+    RecordType.REDACT: "a redacted stream",
+}
 
 
 @dataclass(frozen=True)
@@ -26,7 +61,391 @@ class StateRecord:
     payload: bytes
 
 
+@dataclass
+class _Attrs:
+    """What the receiver's dnode holds after a substream (dmu_object_info's doi_*)."""
+
+    type: int
+    blksz: int
+    bonustype: int
+    bonuslen: int
+    slots: int
+    nblkptr: int
+
+
+def _slots(f: ObjectFields) -> int:
+    return f.dn_slots or 1
+
+
+def _dnode_nblkptr(f: ObjectFields) -> int:
+    """dnode_allocate/dnode_reallocate (dnode.c): dn_nblkptr for these attributes."""
+    if f.bonustype == DMU_OT_SA:
+        return 1
+    return min(3, 1 + ((_slots(f) * 512 - 192 - f.bonuslen) >> 7))
+
+
+def _deduce_nblkptr(f: ObjectFields) -> int:
+    """deduce_nblkptr (dmu_recv.c): what receive compares against doi_nblkptr."""
+    if f.bonustype == DMU_OT_SA:
+        return 1
+    return 1 + ((320 - min(320, f.bonuslen)) >> 7)
+
+
+@dataclass
+class _Cursor:
+    """One substream's read position: its current record and what it said about the
+    objects around it (FREEOBJECTS ranges, the interior slots of its last OBJECT)."""
+
+    index: int
+    reader: RecordReader
+    rec: Rec | None = None
+    last_obj: int = -1
+    interior: tuple[int, int] = (0, 0)
+    freed: list[tuple[int, int]] = field(default_factory=list)
+    # per object, while its data is merged
+    trunc: int | None = None
+    stated: list[tuple[int, int]] = field(default_factory=list)
+    last_start: int = 0
+    write_end: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.reader.name
+
+    @property
+    def big(self) -> bool:
+        return self.reader.big_endian
+
+    @property
+    def spill_block(self) -> bool:
+        return bool(self.reader.begin.flags & BeginFlag.SPILL_BLOCK)
+
+    def where(self, what: str) -> str:
+        at = self.rec.offset if self.rec is not None else self.reader.where()
+        return f"{self.name}: byte {at}: {what}"
+
+    def advance(self) -> None:
+        rec = self.reader.next()
+        if rec is not None and rec.kind in _REFUSED_RECORDS:
+            kind = RecordType(rec.kind).name
+            why = _REFUSED_RECORDS[RecordType(rec.kind)]
+            raise Refused(f"{self.name}: byte {rec.offset}: a {kind} record ({why})")
+        self.rec = rec
+
+    def kind(self) -> int | None:
+        return None if self.rec is None else self.rec.kind
+
+    def obj(self) -> int:
+        assert self.rec is not None
+        return record_object(self.rec, self.big)
+
+    def settle(self) -> None:
+        """Move to the next OBJECT (or END), keeping the FREEOBJECTS ranges passed."""
+        while self.kind() == RecordType.FREEOBJECTS:
+            assert self.rec is not None
+            fo = freeobjects_fields(self.rec, self.big)
+            if fo.firstobj <= self.last_obj:
+                raise Refused(
+                    self.where(
+                        f"FREEOBJECTS drr_firstobj {fo.firstobj} goes back before OBJECT "
+                        f"{self.last_obj} (not OpenZFS's sender order; a zfs-fuse stream?)"
+                    )
+                )
+            if fo.numobjs:
+                if len(self.freed) >= MAX_PENDING:
+                    raise Refused(self.where(f"over {MAX_PENDING} pending FREEOBJECTS ranges"))
+                self.freed.append((fo.firstobj, min(INF, fo.firstobj + fo.numobjs)))
+            self.advance()
+        kind = self.kind()
+        if kind is None:
+            return
+        if kind != RecordType.OBJECT:
+            name = RecordType(kind).name
+            raise Refused(
+                self.where(
+                    f"{name} drr_object {self.obj()} outside its OBJECT's records "
+                    "(records out of the sender's order: a pre-0.7 or zfs-fuse stream?)"
+                )
+            )
+        o = self.obj()
+        if o <= self.last_obj or (self.freed and o < self.freed[-1][0]):
+            raise Refused(self.where(f"OBJECT drr_object {o} goes backwards"))
+
+    def forget_below(self, o: int) -> None:
+        self.freed = [r for r in self.freed if r[1] > o]
+
+    def describes(self, o: int) -> tuple[bool, bool]:
+        """(frees o, allocates o) in this substream, in that order."""
+        frees = any(a <= o < b for a, b in self.freed)
+        frees = frees or self.interior[0] <= o < self.interior[1]
+        allocates = self.kind() == RecordType.OBJECT and self.obj() == o
+        return frees, allocates
+
+    def take_object(self) -> ObjectFields:
+        """Consume the current OBJECT: its interior slots are freed in this substream."""
+        assert self.rec is not None
+        f = object_fields(self.rec, self.big)
+        self.last_obj = f.object
+        self.interior = (f.object + 1, f.object + _slots(f))
+        self.trunc, self.stated, self.last_start, self.write_end = None, [], 0, 0
+        return f
+
+    def data_of(self, o: int) -> bool:
+        """Is the current record a data/spill record of object o?"""
+        return self.kind() in _DATA and self.obj() == o
+
+    def check_spill(self) -> bool:
+        """Is the current record an UNMODIFIED spill the receiver ignores?"""
+        assert self.rec is not None
+        sp = spill_fields(self.rec, self.big)
+        if not sp.flags & DRR_SPILL_UNMODIFIED:
+            return False
+        if not self.spill_block:
+            raise Refused(
+                self.where(
+                    "SPILL drr_flags UNMODIFIED in a stream whose BEGIN lacks "
+                    "DRR_FLAG_SPILL_BLOCK (the receiver would apply it)"
+                )
+            )
+        return True
+
+
+def _check_route(cursors: list[_Cursor]) -> None:
+    first = cursors[0]
+    for c in cursors:
+        b = c.reader.begin
+        for feature, why in _REFUSED_FEATURES.items():
+            if b.features & feature:
+                raise Refused(f"{c.name}: BEGIN drr_versioninfo has {feature.name}: {why}")
+        if b.header_type != HeaderType.SUBSTREAM:
+            raise Refused(f"{c.name}: BEGIN drr_versioninfo: not a substream (a package header)")
+        if c.big != first.big:
+            raise Refused(
+                f"{c.name}: BEGIN drr_magic: byte order differs from {first.name} "
+                "(mixed byte order: the receiver byteswaps payloads per object type)"
+            )
+        if (b.features ^ first.reader.begin.features) & Feature.LARGE_BLOCKS:
+            raise Refused(
+                f"{c.name}: BEGIN drr_versioninfo LARGE_BLOCKS differs from {first.name} "
+                "(mixed -L: a block size change could then keep old data)"
+            )
+        if b.objset_type != first.reader.begin.objset_type:
+            raise Refused(f"{c.name}: BEGIN drr_type {b.objset_type} differs from {first.name}")
+    if first.reader.begin.fromguid != 0:
+        raise Refused(f"{first.name}: BEGIN drr_fromguid is not 0: the route must start at a full")
+    for older, newer in itertools.pairwise(cursors):
+        if newer.reader.begin.fromguid != older.reader.begin.toguid:
+            raise Refused(
+                f"{newer.name}: BEGIN drr_fromguid {newer.reader.begin.fromguid:#x} is not "
+                f"{older.name}'s drr_toguid {older.reader.begin.toguid:#x}"
+            )
+
+
 def merge(readers: list[RecordReader]) -> Iterator[StateRecord]:
     """The state of the route's last snapshot, readers oldest (the full) first."""
-    raise NotImplementedError
-    yield  # pragma: no cover
+    if not readers:
+        raise Refused("no substream to merge")
+    cursors = [_Cursor(i, r) for i, r in enumerate(readers)]
+    _check_route(cursors)
+    for c in cursors:
+        c.advance()
+        c.settle()
+    while True:
+        at = [c.obj() for c in cursors if c.rec is not None]
+        if not at:
+            return
+        o = min(at)
+        for c in cursors:
+            c.forget_below(o)
+        yield from _object(cursors, o)
+
+
+@dataclass
+class _Life:
+    """The receiver's history of one object through the route."""
+
+    live: bool = False
+    cut: int = 0
+    kills: set[int] = field(default_factory=set)
+    """Substreams whose OBJECT/FREEOBJECTS removes the spill block held before them."""
+    newest: int = -1
+
+
+def _life(cursors: list[_Cursor], o: int) -> _Life:
+    """Replay receive_object/receive_freeobjects for o over the route, headers only."""
+    life, attrs = _Life(), None
+    for c in cursors:
+        frees, allocates = c.describes(o)
+        if frees:
+            life.live, attrs = False, None
+            life.kills.add(c.index)
+        if not allocates:
+            continue
+        assert c.rec is not None
+        f = object_fields(c.rec, c.big)
+        new = attrs is None or _slots(f) != attrs.slots  # dmu_free_long_object + claim
+        free_range = new or (
+            attrs is not None and (f.blksz != attrs.blksz or _deduce_nblkptr(f) < attrs.nblkptr)
+        )
+        reclaim = attrs is not None and (
+            (f.type, f.blksz, f.bonustype, f.bonuslen)
+            != (attrs.type, attrs.blksz, attrs.bonustype, attrs.bonuslen)
+        )
+        has_spill = bool(f.flags & DRR_OBJECT_SPILL)
+        if new or (reclaim and not (c.spill_block and has_spill)):
+            life.kills.add(c.index)
+        elif c.spill_block and not has_spill:
+            life.kills.add(c.index)  # dmu_object_rm_spill
+        if free_range:
+            life.cut = c.index
+        attrs = _Attrs(f.type, f.blksz, f.bonustype, f.bonuslen, _slots(f), _dnode_nblkptr(f))
+        life.live, life.newest = True, c.index
+    return life
+
+
+def _object(cursors: list[_Cursor], o: int) -> Iterator[StateRecord]:
+    life = _life(cursors, o)
+    involved = [c for c in cursors if c.describes(o)[1]]
+    if not life.live:
+        for c in involved:
+            c.take_object()
+            c.advance()
+            while c.data_of(o):
+                c.advance()
+            _after_object(c, o)
+        return
+    newest = cursors[life.newest]
+    assert newest.rec is not None
+    yield StateRecord(newest.rec.header, newest.reader.payload())
+    for c in involved:
+        c.take_object()
+        c.advance()
+        if c.kind() == RecordType.FREE and free_fields(c.rec or b"", c.big).length == M64:
+            c.trunc = free_fields(c.rec or b"", c.big).offset
+            if c is newest and c.rec is not None:
+                yield StateRecord(c.rec.header, b"")
+            c.advance()
+    merging = [c for c in involved if c.index >= life.cut]
+    for c in involved:
+        if c.index < life.cut:
+            _skip_data(c, o)
+    yield from _merge_data(merging, o)
+    yield from _spill(cursors, involved, life, o)
+    for c in involved:
+        _after_object(c, o)
+
+
+def _after_object(c: _Cursor, o: int) -> None:
+    if c.data_of(o):
+        raise Refused(c.where(f"a record of object {o} after its SPILL (not the sender's order)"))
+    c.settle()
+
+
+def _skip_data(c: _Cursor, o: int) -> None:
+    """Pass o's data in an older substream the receiver later freed; stop at its SPILL."""
+    while c.data_of(o):
+        if c.kind() == RecordType.SPILL and not c.check_spill():
+            return
+        c.advance()
+
+
+def _span(c: _Cursor) -> tuple[int, int]:
+    """The byte range the current WRITE/WRITE_EMBEDDED/FREE states, [start, end)."""
+    assert c.rec is not None
+    h, b = c.rec.header, c.big
+    start = int.from_bytes(h[24:32] if c.kind() == RecordType.WRITE else h[16:24],
+                           "big" if b else "little")  # fmt: skip
+    if c.kind() == RecordType.WRITE:
+        length = int.from_bytes(h[32:40], "big" if b else "little")
+    else:
+        length = int.from_bytes(h[24:32], "big" if b else "little")
+    end = INF if length == M64 else start + length
+    if end < start or (length != M64 and end > M64 + 1):
+        raise Refused(c.where(f"offset {start} + length {length} wraps around"))
+    return start, end
+
+
+def _data_head(c: _Cursor, o: int) -> tuple[int, int] | None:
+    """The next data statement of c for object o (UNMODIFIED spills passed), or None."""
+    while c.data_of(o):
+        if c.kind() != RecordType.SPILL:
+            return _span(c)
+        if not c.check_spill():
+            return None
+        c.advance()
+    return None
+
+
+def _cover(newer: _Cursor, start: int, end: int, head: tuple[int, int] | None) -> str:
+    """Does a newer substream state any of [start, end)?  'all', 'part' or 'none'."""
+    ranges = list(newer.stated)
+    if newer.trunc is not None:
+        ranges.append((newer.trunc, INF))
+    if head is not None:
+        ranges.append(head)
+    verdict = "none"
+    for a, b in ranges:
+        if a < end and b > start:
+            if a <= start and b >= end:
+                return "all"
+            verdict = "part"
+    return verdict
+
+
+def _merge_data(merging: list[_Cursor], o: int) -> Iterator[StateRecord]:
+    """Sweep the substreams' WRITE/FREE statements of o by offset; emit each WRITE that
+    no newer substream states over (receive applies records in order: newest wins)."""
+    heads = {c.index: _data_head(c, o) for c in merging}
+    while True:
+        live = [c for c in merging if heads[c.index] is not None]
+        if not live:
+            return
+        c = min(live, key=lambda x: (heads[x.index][0], -x.index))  # type: ignore[index]
+        start, end = heads[c.index]  # type: ignore[misc]
+        if start < c.last_start or start < c.write_end:
+            raise Refused(
+                c.where(
+                    f"object {o} offset {start} goes back before offset "
+                    f"{max(c.last_start, c.write_end)} of the same substream"
+                )
+            )
+        c.last_start = start
+        c.stated = [r for r in c.stated if r[1] > start]
+        if len(c.stated) >= MAX_PENDING:
+            raise Refused(c.where(f"over {MAX_PENDING} pending FREE ranges of object {o}"))
+        c.stated.append((start, end))
+        if c.kind() != RecordType.FREE:
+            covers = [_cover(n, start, end, heads[n.index]) for n in merging if n.index > c.index]
+            if "all" not in covers and "part" in covers:
+                raise Refused(
+                    c.where(
+                        f"object {o}: a newer substream states part of the block at "
+                        f"offset {start} (length {end - start}): not block-aligned"
+                    )
+                )
+            if "all" not in covers:
+                assert c.rec is not None
+                yield StateRecord(c.rec.header, c.reader.payload())
+            c.write_end = end
+        c.advance()
+        heads[c.index] = _data_head(c, o)
+
+
+def _spill(
+    cursors: list[_Cursor], involved: list[_Cursor], life: _Life, o: int
+) -> Iterator[StateRecord]:
+    """The spill block a receive leaves: the newest SPILL after the last removal."""
+    source: _Cursor | None = None
+    have = {c.index for c in involved if c.data_of(o) and c.kind() == RecordType.SPILL}
+    for c in cursors:
+        if c.index in life.kills:
+            source = None
+        if c.index in have:
+            source = c
+    if source is not None and source.rec is not None:
+        head = bytearray(source.rec.header)
+        head[32] &= ~DRR_SPILL_UNMODIFIED & 0xFF
+        yield StateRecord(bytes(head), source.reader.payload())
+    for c in involved:
+        if c.index in have:
+            c.advance()
