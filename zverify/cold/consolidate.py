@@ -21,6 +21,10 @@ fewest bytes from a full, as `cold restore` receives it; zverify.sendstream.chai
 
 A route the engine cannot merge (raw, redacted, dedup, resume, mixed byte order or
 large-block state, a clone) is Refused: exit 2 with the file, field and offset.
+
+Long because: the two commands and prune's proof of content share one way of opening a
+route's substreams from any store and one way of comparing two routes; kept together so the
+three proofs cannot drift apart.
 """
 
 from __future__ import annotations
@@ -35,12 +39,12 @@ from dataclasses import dataclass, field
 
 from zverify import __version__, exitcodes, provenance
 from zverify.cold import names, restore
-from zverify.cold.check import ArchiveReport
+from zverify.cold.check import ArchiveReport, check_archive
 from zverify.cold.entries import FileStamp
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
 from zverify.sendstream import compressed
-from zverify.sendstream.chain import ArchivedFile, Restorable, chains, plan
+from zverify.sendstream.chain import ArchivedFile, Chain, Restorable, chains, plan
 from zverify.sendstream.chainstate import StateRecord, merge
 from zverify.sendstream.digest import state_digest, state_objects
 from zverify.sendstream.format import RECORD_SIZE, HeaderType, RecordType
@@ -366,6 +370,41 @@ def _shown_route(route: Route) -> str:
     return "the route " + " + ".join(names.shown(f) for f in route.files)
 
 
+# -- prune's proof of content ------------------------------------------------------------------
+
+
+def content_refusal(
+    report: ArchiveReport, dataset: str, removed: list[Chain], going: set[str]
+) -> str | None:
+    """Why the files going may not be deleted for their content, or None: for each snapshot
+    an old chain restores through files that all go, and that the files staying restore too
+    (same GUID), the digest by the old route must equal the digest by the route that stays
+    (a snapshot reached through a file that stays follows from the ones compared: the same
+    incrementals on the same state).  Raises Refused, ZverifyError when a route cannot be
+    merged (the caller refuses then: content not proven)."""
+    archived = report.chained
+    after = plan([f for f in archived if f.name not in going]).get(dataset)
+    kept = {r.guid: r for r in after.restorable} if after else {}
+    for chain in removed:
+        old = plan([f for f in archived if f.name in chain.files]).get(dataset)
+        for r in old.restorable if old else []:
+            stays = kept.get(r.guid)
+            if stays is None or not set(r.files) <= going:
+                continue
+            a, b = _route(report, r), _route(report, stays)
+            if route_digest(report, a) == route_digest(report, b):
+                continue
+            first = first_difference(
+                _opener(report, a), _opener(report, b), (_shown_route(a), _shown_route(b))
+            )
+            return (
+                f"{dataset}@{r.snapshot} (guid {r.guid}): {_shown_route(a)} and "
+                f"{_shown_route(b).removeprefix('the ')}, which stays, restore different "
+                f"content ({first}): nothing is deleted"
+            )
+    return None
+
+
 # -- consolidate ------------------------------------------------------------------------------
 
 
@@ -628,6 +667,4 @@ def read_archive(
 ) -> ArchiveReport:
     """The archive read completely; a damaged file on no route does not stop the work, one
     on the route is not planned (the chain model plans intact files only)."""
-    from zverify.cold.check import check_archive
-
     return check_archive(store, dataset, progress)

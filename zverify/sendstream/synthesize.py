@@ -2,12 +2,12 @@
 (zverify.sendstream.chainstate.merge): what `cold consolidate` stores as NAME@S.zfsfull.
 
 The stream is the one `zfs send` of the route's last snapshot would be, as receive reads it
-(docs/design/consolidate.md, "Writer and consolidate"; anchors-4.md §1.4):
+(docs/design/consolidate.md, "Writer and consolidate"):
 
 * BEGIN: the last substream's BEGIN (toname, toguid, creation time, objset type), with
   drr_fromguid 0, no nvlist payload, the CLONE flag cleared and FREERECORDS set only when
   the caller says every free slot and hole is in the records (receive needs it only for a
-  full received as a clone: dmu_recv.c recv_begin_check, `drba_origin`);
+  full received as a clone: module/zfs/dmu_recv.c, recv_begin_check's `drba_origin`);
 * features: the route's capabilities, as `zfs send` sets them from the dataset and its flags
   rather than from the records it happens to write (SA_SPILL from the last substream;
   EMBED_DATA, LZ4, ZSTD, COMPRESSED, LARGE_DNODE, LARGE_BLOCKS from any substream of the
@@ -17,8 +17,9 @@ The stream is the one `zfs send` of the route's last snapshot would be, as recei
   not announce is refused (WriteRefused) instead, and the summary says which features the
   records used;
 * every record's drr_toguid is the snapshot's, its trailer the running fletcher-4 of all the
-  bytes before it (dump_record in dmu_send.c), a SPILL's "unmodified" flag is cleared (the
-  receive of a full must apply it: anchors-4.md §1.4, the spill trap);
+  bytes before it (OpenZFS's dump_record), a SPILL's "unmodified" flag is cleared (receive
+  skips an unmodified spill when the BEGIN has SPILL_BLOCK: kept, the object would lose its
+  xattrs; the design note's "spill trap");
 * END carries the checksum of the whole stream and the toguid, and its own trailer.
 """
 
