@@ -78,7 +78,7 @@ def full0() -> bytes:
     object_record(b, 2, trunc_blocks=4)
     for i in range(4):
         write_record(b, 2, i * 4096, blk(f"A{i}"))
-    object_record(b, 3, flags=1, trunc_blocks=2)
+    object_record(b, 3, flags=4, trunc_blocks=2)
     write_record(b, 3, 0, blk("C0"))
     write_record(b, 3, 4096, blk("C1"))
     spill_record(b, 3, blk("S3", 512))
@@ -99,7 +99,7 @@ def inc1() -> bytes:
     master(b)
     object_record(b, 2, trunc_blocks=3)  # truncated to 3 blocks, block 1 rewritten
     write_record(b, 2, 4096, blk("B1"))
-    object_record(b, 3, flags=1, trunc_blocks=2)  # the spill trap: unmodified spill
+    object_record(b, 3, flags=4, trunc_blocks=2)  # the spill trap: unmodified spill
     spill_record(b, 3, blk("S3", 512), flags=4)
     write_record(b, 3, 0, blk("C0-new"))
     object_record(b, 4, blksz=8192, trunc_blocks=1)  # reallocated: new block size
@@ -118,7 +118,7 @@ def inc2() -> bytes:
     master(b)
     object_record(b, 2, trunc_blocks=3)
     write_record(b, 2, 8192, lz4_zfs(blk("H2")), compression=15, lsize=4096)
-    object_record(b, 3, flags=1, trunc_blocks=2)
+    object_record(b, 3, flags=4, trunc_blocks=2)
     spill_record(b, 3, blk("S3", 512), flags=4)
     object_record(b, 5, dn_slots=2, trunc_blocks=1)  # reallocated: dn_slots 1 -> 2
     write_record(b, 5, 0, blk("I0"))
@@ -140,7 +140,7 @@ def full2(plain: bool = False) -> bytes:
         write_record(b, 2, 8192, blk("H2"))
     else:
         write_record(b, 2, 8192, lz4_zfs(blk("H2")), compression=15, lsize=4096)
-    object_record(b, 3, flags=1, trunc_blocks=2)
+    object_record(b, 3, flags=4, trunc_blocks=2)
     write_record(b, 3, 0, blk("C0-new"))
     write_record(b, 3, 4096, blk("C1"))
     spill_record(b, 3, blk("S3", 512))

@@ -53,8 +53,11 @@ def _lz4(data: bytes, size: int) -> bytes:
 def _zstd(data: bytes, size: int) -> bytes:
     import zstandard
 
-    n = _u32be(data)  # zfs_zstdhdr_t: c_len, then version/level, then the frame
-    return bytes(zstandard.ZstdDecompressor().decompress(data[8 : 8 + n], max_output_size=size))
+    # zfs_zstdhdr_t (c_len, version/level, both big-endian), then a frame written with
+    # ZSTD_f_zstd1_magicless (zfs_zstd.c): the 4-byte magic is put back before decoding.
+    n = _u32be(data)
+    frame = b"\x28\xb5\x2f\xfd" + data[8 : 8 + n]
+    return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(frame))
 
 
 def _zle(data: bytes, size: int, n: int = 64) -> bytes:

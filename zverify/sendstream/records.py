@@ -117,7 +117,7 @@ def object_fields(rec: Rec | bytes, big_endian: bool) -> ObjectFields:
     )  # fmt: skip
 
 
-DRR_OBJECT_SPILL = 1 << 0
+DRR_OBJECT_SPILL = 1 << 2
 """drr_object.drr_flags: the object has a spill block (else receive removes it)."""
 
 
