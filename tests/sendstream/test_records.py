@@ -1,0 +1,142 @@
+"""The record reader: framing agrees with streamgen.walk (written without zverify's
+parser), payloads are read on demand or skipped by seeking, and a cut input is refused."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from tests.sendstream.streamgen import (
+    M64,
+    StreamBuilder,
+    byteswap,
+    full_stream,
+    lz4_zfs,
+    object_record,
+    spill_record,
+    walk,
+    write_record,
+)
+from zverify.sendstream.records import (
+    RecordReader,
+    Refused,
+    embedded_fields,
+    free_fields,
+    freeobjects_fields,
+    object_fields,
+    spill_fields,
+    write_fields,
+)
+
+
+def records(data: bytes, **kw: object) -> list[tuple[int, int, int]]:
+    f = io.BytesIO(data)
+    r = RecordReader(f.read, name="s", **kw)  # type: ignore[arg-type]
+    out = []
+    while (rec := r.next()) is not None:
+        out.append((rec.offset, rec.kind, rec.payload_len))
+    assert r.end_header is not None
+    return out
+
+
+def expected(data: bytes) -> list[tuple[int, int, int]]:
+    return [(x.offset, x.type, x.payload) for x in walk(data) if x.type not in (0, 5)]
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_framing_matches_an_independent_walk(big: bool) -> None:
+    data = full_stream(big)
+    assert records(data) == expected(data)
+
+
+def test_a_seek_skips_payloads_it_was_not_asked_for() -> None:
+    data = full_stream()
+    f = io.BytesIO(data)
+    seeks: list[int] = []
+
+    def skip(n: int) -> None:
+        seeks.append(n)
+        f.seek(n, 1)
+
+    r = RecordReader(f.read, name="s", skip=skip)
+    while r.next() is not None:
+        pass
+    assert sum(seeks) == sum(x.payload for x in walk(data) if x.type not in (0, 5))
+    assert f.tell() == len(data)
+
+
+def test_payload_reads_the_current_record_once() -> None:
+    b = StreamBuilder()
+    b.begin("pool/fs@a", 1)
+    object_record(b, 2, trunc_blocks=1)
+    write_record(b, 2, 0, b"x" * 4096)
+    b.end()
+    f = io.BytesIO(bytes(b.data))
+    r = RecordReader(f.read, name="s")
+    assert r.next() is not None and r.next() is not None  # OBJECT, FREE
+    rec = r.next()
+    assert rec is not None and rec.payload_len == 4096
+    assert r.payload() == b"x" * 4096
+    with pytest.raises(RuntimeError):
+        r.payload()
+
+
+def test_fields_decode_in_both_byte_orders() -> None:
+    b = StreamBuilder()
+    b.begin("pool/fs@a", 1, features=4 | 1 << 16)
+    object_record(b, 7, blksz=8192, dn_slots=2, flags=4, bonus=b"q" * 20, trunc_blocks=3)
+    write_record(b, 7, 8192, lz4_zfs(b"z" * 8192), compression=15, lsize=8192)
+    spill_record(b, 7, b"s" * 512, flags=4)
+    b.freeobjects(9, 23)
+    b.embedded(7, 16384, b"tiny")
+    b.end()
+    for data, big in ((bytes(b.data), False), (byteswap(bytes(b.data)), True)):
+        f = io.BytesIO(data)
+        r = RecordReader(f.read, name="s")
+        assert r.big_endian is big
+        heads = []
+        while (rec := r.next()) is not None:
+            heads.append(rec)
+        ob = object_fields(heads[0], big)
+        assert (ob.object, ob.blksz, ob.dn_slots, ob.flags, ob.bonuslen) == (7, 8192, 2, 4, 20)
+        assert free_fields(heads[1], big) == free_fields(heads[1].header, big)
+        assert (free_fields(heads[1], big).offset, free_fields(heads[1], big).length) == (
+            3 * 8192,
+            M64,
+        )
+        w = write_fields(heads[2], big)
+        assert (w.offset, w.logical_size, w.compressiontype) == (8192, 8192, 15)
+        assert heads[2].payload_len == w.compressed_size
+        sp = spill_fields(heads[3], big)
+        assert (sp.object, sp.length, sp.flags) == (7, 512, 4)
+        fo = freeobjects_fields(heads[4], big)
+        assert (fo.firstobj, fo.numobjs) == (9, 23)
+        e = embedded_fields(heads[5], big)
+        assert (e.offset, e.psize, heads[5].payload_len) == (16384, 4, 8)
+
+
+def test_a_cut_input_is_refused_with_its_offset() -> None:
+    data = full_stream()
+    last = walk(data)[-1].offset
+    with pytest.raises(Refused, match=rf"s: byte {last}: input ends inside a record header"):
+        records(data[:-312])
+    with pytest.raises(Refused, match=r"s: byte \d+: input ends inside a record's payload"):
+        records(data[: walk(data)[3].offset + 400], skip=None)
+
+
+def test_no_begin_and_wrong_byte_order_are_refused() -> None:
+    with pytest.raises(Refused, match="s: byte 0: no BEGIN record here"):
+        records(b"\x03" + bytes(311))
+    with pytest.raises(Refused, match="big-endian, unlike the route"):
+        records(full_stream(True), big_endian=False)
+
+
+def test_an_oversized_payload_is_refused() -> None:
+    b = StreamBuilder()
+    b.begin("pool/fs@a", 1)
+    write_record(b, 2, 0, b"", compression=15, lsize=1 << 30)
+    buf = bytearray(b.data)
+    buf[-312 + 96 : -312 + 104] = (1 << 30).to_bytes(8, "little")  # drr_compressed_size
+    with pytest.raises(Refused, match=r"WRITE payload of 1073741824 bytes is over"):
+        records(bytes(buf))
