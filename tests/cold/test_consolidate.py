@@ -21,7 +21,8 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3, STREAMS, guid
-from tests.sendstream.streamgen import DRR, WRITE, StreamBuilder, resign, walk
+from tests.sendstream.streamgen import DRR, WRITE, resign, walk
+from tests.sendstream.test_synthesize import sender_ordered
 from zverify.cold import consolidate
 from zverify.cold.check import check_archive
 
@@ -214,17 +215,20 @@ def test_streamgen_seed_archive_consolidates_to_the_last_snapshot(tmp_path: Path
     root.mkdir()
     guids = [0x1000 + i for i in range(3)]
     for i, g in enumerate(guids):
-        b = StreamBuilder()
-        b.substream(f"pool/setname@{i}", g, guids[i - 1] if i else 0)
+        data = sender_ordered(
+            False, g, guids[i - 1] if i else 0, seed=i, toname=f"pool/setname@{i}"
+        )
         name = "setname@0.zfsfull" if i == 0 else f"setname@{i - 1}-@{i}.zfsinc"
-        (root / name).write_bytes(bytes(b.data))
+        (root / name).write_bytes(data)
     code, doc, err = run("consolidate", "--json", str(root))
     assert code == 0, err
     assert doc["file"] == "setname@2.zfsfull"
     out = (root / "setname@2.zfsfull").read_bytes()
     assert struct.unpack_from("<Q", out, 40)[0] == guids[2]  # drr_toguid
     assert struct.unpack_from("<Q", out, 48)[0] == 0  # drr_fromguid
-    assert len(walk(out)) > 2
+    # the last snapshot's data: object 2's three 512-byte writes of seed 2
+    writes = [out[r.offset + DRR : r.end] for r in walk(out) if r.type == WRITE]
+    assert writes == [bytes((2 + i * 7 + j) & 0xFF for j in range(512)) for i in range(3)]
     done = zverify("cold", "check", "--json", str(root))
     assert done.returncode == 0, done.stdout
     (ds,) = json.loads(done.stdout)["datasets"]
