@@ -12,6 +12,7 @@ only when its record is emitted, and skipped otherwise.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -250,14 +251,28 @@ def merge(readers: list[RecordReader]) -> Iterator[StateRecord]:
     for c in cursors:
         c.advance()
         c.settle()
-    while True:
-        at = [c.obj() for c in cursors if c.rec is not None]
-        if not at:
-            return
-        o = min(at)
-        for c in cursors:
-            c.forget_below(o)
-        yield from _object(cursors, o)
+    # Only the cursors at OBJECT o, or holding a FREEOBJECTS range or interior slots that
+    # may cover o, can describe o: a heap by next OBJECT and a set of the freeing ones keep
+    # each object's work proportional to the substreams that mention it, not to the route.
+    waiting = [(c.obj(), c.index) for c in cursors if c.rec is not None]
+    heapq.heapify(waiting)
+    freeing = {c.index for c in cursors if c.freed}
+    while waiting:
+        o = waiting[0][0]
+        at: list[int] = []
+        while waiting and waiting[0][0] == o:
+            at.append(heapq.heappop(waiting)[1])
+        for i in list(freeing):
+            cursors[i].forget_below(o)
+            if not cursors[i].freed and cursors[i].interior[1] <= o:
+                freeing.discard(i)
+        yield from _object([cursors[i] for i in sorted(freeing.union(at))], o)
+        for i in at:
+            c = cursors[i]
+            if c.rec is not None:
+                heapq.heappush(waiting, (c.obj(), i))
+            if c.freed or c.interior[1] > c.interior[0]:
+                freeing.add(i)
 
 
 @dataclass
@@ -314,7 +329,7 @@ def _object(cursors: list[_Cursor], o: int) -> Iterator[StateRecord]:
                 c.advance()
             _after_object(c, o)
         return
-    newest = cursors[life.newest]
+    newest = next(c for c in cursors if c.index == life.newest)
     assert newest.rec is not None
     yield StateRecord(newest.rec.header, newest.reader.payload())
     for c in involved:
