@@ -35,6 +35,8 @@ PIECE = 128 << 10
 SPILL_MARK = (1 << 64) - 1
 """Where the spill block goes in an object's hash: after every data offset."""
 
+_ZERO = bytes(PIECE)
+
 _LZJB, _GZIP1, _GZIP9, _ZLE, _LZ4, _ZSTD = 3, 5, 13, 14, 15, 16
 _PLAIN = (0, 2)  # inherit/off as drr_compressiontype: the payload is the block
 
@@ -141,7 +143,7 @@ def _hash_data(h: object, offset: int, data: bytes) -> None:
         at = offset + pos
         step = min(len(data) - pos, PIECE - at % PIECE)
         piece = data[pos : pos + step]
-        if piece.count(0) != len(piece):
+        if piece != (_ZERO if step == PIECE else bytes(step)):  # a memcmp, not a scan
             update(struct.pack("<QQ", at, len(piece)))
             update(piece)
         pos += step
