@@ -534,6 +534,7 @@ def prune_chains(
         with bars("verifying", None) as hook:
             report = read_archive(store, dataset, _per_file(hook))
         decisions = prune.plan_prune(report, keep_chains)
+        prune.prove_content(report, decisions)  # the old chain holds what the kept ones do
         if proofs is not None:  # recorded before anything is deleted
             rewritten = _refuse_replaced(proofs, report, decisions)
             proofs.append(_records(report, "prune", rewritten))

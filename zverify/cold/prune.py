@@ -29,12 +29,12 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from zverify.cold import restore
+from zverify.cold import consolidate, restore
 from zverify.cold.check import ArchiveReport, Problem
 from zverify.cold.names import SIDECAR, shown
 from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
 from zverify.cold.store import Store, Unsynced
-from zverify.errors import ColdError, ZfsError
+from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream.chain import ArchivedFile, Chain, DatasetPlan, Restorable, plan
 from zverify.zfs import inventory, ops
 
@@ -189,6 +189,22 @@ def _deletion_order(dataset: str, chain: Chain, by_name: dict[str, ArchivedFile]
                 depth[g.name] = depth[f.name] + 1
                 queue.append(g)
     return sorted(chain.files, key=lambda n: (-depth.get(n, 0), n))
+
+
+def prove_content(report: ArchiveReport, decisions: list[DatasetPrune]) -> None:
+    """After the proof by order (_prove): a chain superseded by a newer full goes only when
+    every snapshot it restores that a kept route restores too gives the same logical state
+    digest both ways (zverify.cold.consolidate.content_refusal).  A difference refuses the
+    decision naming the first object that differs; a route the engine cannot merge (raw,
+    redacted...) refuses it too: its content is not proven."""
+    going = {n for d in decisions if d.refused is None for n in d.files}
+    for d in decisions:
+        if not d.files or d.refused is not None:
+            continue
+        try:
+            d.refused = consolidate.content_refusal(report, d.dataset, d.remove, going)
+        except ZverifyError as err:
+            d.refused = f"{d.dataset}: the old chain's content is not proven equal: {err}"
 
 
 # -- acting on a decision (--yes) ---------------------------------------------------------
