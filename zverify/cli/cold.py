@@ -651,7 +651,7 @@ def consolidate(
         progress = (lambda _name, n: hook(n)) if hook else None
         result = consolidating.consolidate(
             store, target, dataset, snapshot, dry_run, max(0.0, wait),
-            ["cold", "consolidate", *sys.argv[3:]], progress,
+            _consolidate_argv(directories, dataset, snapshot, into), progress,
         )  # fmt: skip
     return _show_own(result, as_json, quiet)
 
@@ -683,6 +683,14 @@ def digest(
         progress = (lambda _name, n: hook(n)) if hook else None
         result = consolidating.digest(store, dataset, snapshot, max(0.0, wait), progress)
     return _show_own(result, as_json, quiet)
+
+
+def _consolidate_argv(
+    places: list[str], dataset: str | None, snapshot: str | None, into: str | None
+) -> list[str]:
+    """The command as its sidecar records it (what was asked, not how it was typed)."""
+    asked = [("--dataset", dataset), ("--snapshot", snapshot), ("--into", into)]
+    return ["cold", "consolidate", *(a for k, v in asked if v for a in (k, v)), *places]
 
 
 def _show_own(result: "Consolidated | Digested", as_json: bool, quiet: bool) -> int:
