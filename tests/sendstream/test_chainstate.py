@@ -328,3 +328,201 @@ def test_truncation_frees_record_keeps_the_sender_form() -> None:
     recs = run(full0(), inc1())
     frees = [r for r in recs if r.header[0] == 4]
     assert all(int.from_bytes(r.header[24:32], "little") == M64 for r in frees)
+
+
+# -- receive_object's rules one at a time (each: chain == a hand-built full of the end) ------
+
+
+def _chain(*builds: object) -> list[bytes]:
+    """Streams from builders of (b) bodies: the first a full, each next from the previous."""
+    out = []
+    for i, body in enumerate(builds):
+        b = new(0x100 + i, 0x100 + i - 1 if i else 0, f"s{i}")
+        body(b)  # type: ignore[operator]
+        out.append(done(b))
+    return out
+
+
+def _full_of(body: object, last: int) -> bytes:
+    b = new(0x100 + last, 0, f"s{last}")
+    body(b)  # type: ignore[operator]
+    return done(b)
+
+
+def assert_merges_to(chain: list[bytes], expected: bytes) -> None:
+    assert canon(run(*chain)) == canon(run(expected))
+    assert state_digest(run(*chain), False) == state_digest(run(expected), False)
+
+
+def test_a_large_dnode_swallows_the_object_in_its_interior_slot() -> None:
+    def s0(b: StreamBuilder) -> None:
+        for o in (7, 8):
+            object_record(b, o, trunc_blocks=1)
+            write_record(b, o, 0, blk(f"o{o}"))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 7, dn_slots=2, trunc_blocks=1)  # slot 8 now interior: 8 freed
+        write_record(b, 7, 0, blk("new7"))
+
+    assert_merges_to(_chain(s0, s1), _full_of(s1, 1))
+
+
+def test_a_bonus_change_alone_keeps_the_older_data() -> None:
+    """dmu_object_reclaim_dnsize without a block size change frees nothing."""
+
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=2)
+        write_record(b, 2, 0, blk("keep"))
+        write_record(b, 2, 4096, blk("old1"))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, bonus=b"c" * 40, trunc_blocks=2)
+        write_record(b, 2, 4096, blk("new1"))
+
+    def end(b: StreamBuilder) -> None:
+        object_record(b, 2, bonus=b"c" * 40, trunc_blocks=2)
+        write_record(b, 2, 0, blk("keep"))
+        write_record(b, 2, 4096, blk("new1"))
+
+    assert_merges_to(_chain(s0, s1), _full_of(end, 1))
+
+
+def test_fewer_block_pointers_free_the_older_data() -> None:
+    """A non-SA bonus growing from 100 to 264 bytes: deduce_nblkptr 1 < dn_nblkptr 2."""
+
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, bonustype=17, bonus=b"z" * 100, trunc_blocks=2)
+        write_record(b, 2, 0, blk("gone"))
+        write_record(b, 2, 4096, blk("old1"))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, bonustype=17, bonus=b"z" * 264, trunc_blocks=2)
+        write_record(b, 2, 4096, blk("new1"))
+
+    assert_merges_to(_chain(s0, s1), _full_of(s1, 1))
+
+
+def test_a_block_size_change_frees_the_data_but_keeps_a_flagged_spill() -> None:
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, flags=4, trunc_blocks=1)
+        write_record(b, 2, 0, blk("small"))
+        spill_record(b, 2, blk("SP", 512))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, blksz=8192, flags=4, trunc_blocks=2)
+        spill_record(b, 2, blk("SP", 512), flags=4)  # unmodified: the receiver keeps s0's
+        write_record(b, 2, 8192, blk("big1", 8192))
+
+    def end(b: StreamBuilder) -> None:
+        object_record(b, 2, blksz=8192, flags=4, trunc_blocks=2)
+        write_record(b, 2, 8192, blk("big1", 8192))
+        spill_record(b, 2, blk("SP", 512))
+
+    assert_merges_to(_chain(s0, s1), _full_of(end, 1))
+
+
+def test_an_object_without_the_spill_flag_loses_its_spill() -> None:
+    """dmu_object_rm_spill: the newer OBJECT no longer has DRR_OBJECT_SPILL."""
+
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, flags=4, trunc_blocks=1)
+        write_record(b, 2, 0, blk("data"))
+        spill_record(b, 2, blk("SP", 512))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=1)
+
+    def end(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=1)
+        write_record(b, 2, 0, blk("data"))
+
+    assert_merges_to(_chain(s0, s1), _full_of(end, 1))
+
+
+def test_a_newer_spill_replaces_the_older() -> None:
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, flags=4, trunc_blocks=0)
+        spill_record(b, 2, blk("old", 512))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, flags=4, trunc_blocks=0)
+        spill_record(b, 2, blk("new", 1024))
+
+    assert_merges_to(_chain(s0, s1), _full_of(s1, 1))
+
+
+def test_an_object_number_freed_and_reused_in_one_substream() -> None:
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=2)
+        write_record(b, 2, 0, blk("old0"))
+        write_record(b, 2, 4096, blk("old1"))
+
+    def s1(b: StreamBuilder) -> None:
+        b.freeobjects(2, 1)
+        object_record(b, 2, trunc_blocks=2)
+        write_record(b, 2, 4096, blk("new1"))
+
+    assert_merges_to(_chain(s0, s1), _full_of(s1, 1))
+
+
+def test_a_hole_punched_then_written_and_a_growth_over_an_old_truncation() -> None:
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=4)
+        for i in range(4):
+            write_record(b, 2, i * 4096, blk(f"a{i}"))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=2)  # truncated to 2 blocks
+        b.free(2, 0, 4096)  # and block 0 punched
+
+    def s2(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=5)  # grown again: blocks 2, 3 stay holes
+        write_record(b, 2, 4 * 4096, blk("c4"))
+
+    def end(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=5)
+        write_record(b, 2, 4096, blk("a1"))
+        write_record(b, 2, 4 * 4096, blk("c4"))
+
+    assert_merges_to(_chain(s0, s1, s2), _full_of(end, 2))
+
+
+def test_an_object_freed_in_the_middle_of_the_chain_stays_gone() -> None:
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=1)
+        write_record(b, 2, 0, blk("x"))
+        object_record(b, 3, trunc_blocks=1)
+        write_record(b, 3, 0, blk("y"))
+
+    def s1(b: StreamBuilder) -> None:
+        b.freeobjects(2, 1)
+
+    def s2(b: StreamBuilder) -> None:
+        object_record(b, 3, trunc_blocks=1)
+
+    def end(b: StreamBuilder) -> None:
+        object_record(b, 3, trunc_blocks=1)
+        write_record(b, 3, 0, blk("y"))
+
+    assert_merges_to(_chain(s0, s1, s2), _full_of(end, 2))
+
+
+def test_a_dn_slots_change_frees_data_and_spill() -> None:
+    """receive_handle_existing_object: dn_slots changed -> dmu_free_long_object."""
+
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, flags=4, trunc_blocks=2)
+        write_record(b, 2, 0, blk("gone"))
+        write_record(b, 2, 4096, blk("old1"))
+        spill_record(b, 2, blk("SP", 512))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, dn_slots=2, flags=4, trunc_blocks=2)
+        spill_record(b, 2, blk("SP", 512), flags=4)  # as a sender would not: proves the rule
+        write_record(b, 2, 4096, blk("new1"))
+
+    def end(b: StreamBuilder) -> None:
+        object_record(b, 2, dn_slots=2, flags=4, trunc_blocks=2)
+        write_record(b, 2, 4096, blk("new1"))
+
+    assert_merges_to(_chain(s0, s1), _full_of(end, 1))
