@@ -18,6 +18,7 @@ from tests.sendstream.streamgen import (
     lz4_zfs,
     object_record,
     spill_record,
+    walk,
     write_record,
 )
 from zverify.sendstream.chainstate import Refused, merge
@@ -125,3 +126,33 @@ def test_real_fulls_sent_plain_compressed_and_large_embedded_agree() -> None:
     assert len(plain) > 5
     assert _objects(_real("compressed_c_fs_s1.zstream")) == plain
     assert _objects(_real("embed_large_Le_fs_s1.zstream")) == plain
+
+
+def _substreams(path: Path) -> list[RecordReader]:
+    """One reader per substream of a file (a -I package holds several)."""
+    data = path.read_bytes()
+    readers, start = [], None
+    for rec in walk(data):
+        if (
+            rec.type == 0
+            and int.from_bytes(data[rec.offset + 16 : rec.offset + 24], "little") & 3 == 1
+        ):
+            start = rec.offset
+        elif rec.type == 5 and start is not None:
+            f = io.BytesIO(data[start : rec.end])
+            readers.append(RecordReader(f.read, name=f"{path.name}@{start}", start=start))
+            start = None
+    return readers
+
+
+def test_real_chain_as_a_package_and_as_single_links_agree() -> None:
+    """full @s1 + `zfs send -I @s1 @s3` against full @s1 + -i @s1 @s2 + -i @s2 @s3."""
+    full = _real("full_fs_s1.zstream")
+    package = [*_substreams(full), *_substreams(_real("package_I_fs_s1_s3.zstream"))]
+    links = [
+        *_substreams(full),
+        *_substreams(_real("incr_fs_s1_s2.zstream")),
+        *_substreams(_real("incr_empty_fs_s2_s3.zstream")),
+    ]
+    assert len(package) == 3
+    assert list(state_objects(merge(package), False)) == list(state_objects(merge(links), False))
