@@ -246,3 +246,22 @@ def test_a_raw_chain_is_refused_in_one_line(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1 and "raw" in done.stderr.lower()
     assert not (root / "zv%2Fenc@s2.zfsfull").exists()
     assert not list(root.glob("*.partial"))
+
+
+@needs_engine
+@pytest.mark.s3
+def test_a_bucket_archive_consolidates_into_a_directory(tmp_path: Path, s3env: Any) -> None:
+    """Sources in a bucket (a real S3 server): each substream of the package streamed from
+    the object, the new full written into --into DIR and proven there; `cold digest` of the
+    bucket gives the digest the new full's sidecar records."""
+    for key, name in ((FULL_S1, FULL_S1), (PKG_S1_S3, PKG_S1_S3)):
+        body = (STREAMS / FIXTURE[name]).read_bytes()
+        s3env.client.put_object(Bucket=s3env.bucket, Key="archive/" + key, Body=body)
+    into = tmp_path / "into"
+    into.mkdir()
+    code, doc, err = run("consolidate", "--into", str(into), "--json", s3env.url)
+    assert code == 0, err
+    assert doc["written"] is True and (into / NAME_S3).exists()
+    code, digested, err = run("digest", "--json", s3env.url)
+    assert code == 0, err
+    assert digested["routes"][0]["digest"] == doc["full_digest"]
