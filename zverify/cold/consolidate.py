@@ -247,38 +247,51 @@ def _reader(src: _Input, name: str, start: int, big_endian: bool | None) -> Reco
 def open_route(
     stack: contextlib.ExitStack, report: ArchiveReport, route: Route
 ) -> list[RecordReader]:
-    """A RecordReader per link of route, oldest first, each positioned at its substream."""
+    """A RecordReader per link of route, oldest first, each positioned at its substream.
+    A package's substream offsets are found once per file (one pass over its headers; a
+    file that cannot seek is read past), then each reader seeks (or reads) to its own."""
     store = report.store or LocalStore([report.directory])
     expect = {f.name: f.identity for f in report.files}
     packages = {f.name for f in report.files if f.kind == "intermediate"}
+    offsets: dict[str, list[int]] = {}
     readers: list[RecordReader] = []
     big: bool | None = None
     for link in route.links:
-        src = _Input(stack, store, link.file, expect.get(link.file))
         where = f"{names.shown(link.file)} substream {link.index + 1} (@{link.snapshot})"
-        start = _skip_to_substream(src, link, where) if link.file in packages else 0
+        start = 0
+        if link.file in packages:
+            if link.file not in offsets:
+                offsets[link.file] = _substream_offsets(store, link.file, expect.get(link.file))
+            found = offsets[link.file]
+            if link.index >= len(found):
+                raise Refused(f"{where}: the package ends before this substream")
+            start = found[link.index]
+        src = _Input(stack, store, link.file, expect.get(link.file))
+        src.skip(start)
         reader = _reader(src, where, start, big)
         big = reader.big_endian
         readers.append(reader)
     return readers
 
 
-def _skip_to_substream(src: _Input, link: Link, where: str) -> int:
-    """Past a package's compound header and the substreams before link's; its offset."""
-    header = _reader(src, f"{names.shown(link.file)} package header", 0, None)
-    if header.begin.header_type != HeaderType.COMPOUNDSTREAM:
-        raise Refused(f"{names.shown(link.file)}: byte 0: a package without its header BEGIN")
-    _drain(header)
-    at, big = header.where(), header.big_endian
-    for i in range(link.index):
-        if int.from_bytes(src.peek(4), "big" if big else "little") == RecordType.END:
-            break
-        sub = _reader(src, f"{names.shown(link.file)} substream {i + 1}", at, big)
-        _drain(sub)
-        at = sub.where()
-    if len(src.peek(RECORD_SIZE)) < RECORD_SIZE:
-        raise Refused(f"{where}: byte {at}: the package ends before this substream")
-    return at
+def _substream_offsets(store: Store, key: str, expect: FileStamp | None) -> list[int]:
+    """Where each substream of a package begins: past its compound header, one after
+    another until the package's final END."""
+    with contextlib.ExitStack() as stack:
+        src = _Input(stack, store, key, expect)
+        header = _reader(src, f"{names.shown(key)} package header", 0, None)
+        if header.begin.header_type != HeaderType.COMPOUNDSTREAM:
+            raise Refused(f"{names.shown(key)}: byte 0: a package without its header BEGIN")
+        _drain(header)
+        at, big, found = header.where(), header.big_endian, []
+        while len(head := src.peek(RECORD_SIZE)) == RECORD_SIZE:
+            if int.from_bytes(head[:4], "big" if big else "little") == RecordType.END:
+                break
+            found.append(at)
+            sub = _reader(src, f"{names.shown(key)} substream {len(found)}", at, big)
+            _drain(sub)
+            at = sub.where()
+        return found
 
 
 def _drain(reader: RecordReader) -> None:
