@@ -265,3 +265,38 @@ def test_a_bucket_archive_consolidates_into_a_directory(tmp_path: Path, s3env: A
     code, digested, err = run("digest", "--json", s3env.url)
     assert code == 0, err
     assert digested["routes"][0]["digest"] == doc["full_digest"]
+
+
+@needs_engine
+def test_a_writer_that_changes_content_is_caught_and_nothing_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net itself: a writer broken on purpose (one byte of the first WRITE's
+    payload flipped, checksums computed over the flipped bytes, so the scanner passes it)
+    must be caught by the digest read back: exit 1, the object named, no file, no partial."""
+    from zverify.cold.store import LocalStore
+    from zverify.report.consolidate import render
+    from zverify.sendstream.chainstate import StateRecord
+    from zverify.sendstream.synthesize import FullWriter
+
+    class Flipping(FullWriter):
+        flipped = False
+
+        def add(self, rec: StateRecord) -> None:
+            if not self.flipped and rec.header[0] == WRITE and rec.payload:
+                self.flipped = True
+                rec = StateRecord(rec.header, bytes([rec.payload[0] ^ 1]) + rec.payload[1:])
+            super().add(rec)
+
+    monkeypatch.setattr(consolidate, "FullWriter", Flipping)
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    store = LocalStore([str(root)])
+    result = consolidate.consolidate(store, store, None, None, False, 0, ["test"])
+    assert result.exit_code == 1
+    assert result.differs is not None and result.differs.startswith("object ")
+    assert result.chain_digest != result.full_digest
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == [
+        INC_S1_S2,
+        FULL_S1,
+    ]
+    assert render(result, False, False).splitlines()[-1].startswith("DIFFERENT")
