@@ -266,7 +266,11 @@ def merge(readers: list[RecordReader]) -> Iterator[StateRecord]:
             cursors[i].forget_below(o)
             if not cursors[i].freed and cursors[i].interior[1] <= o:
                 freeing.discard(i)
-        yield from _object([cursors[i] for i in sorted(freeing.union(at))], o)
+        group = sorted(freeing.union(at))
+        if len(group) == 1 and len(at) == 1:
+            yield from _alone(cursors[at[0]], o)  # most objects: one substream says it all
+        else:
+            yield from _object([cursors[i] for i in group], o)
         for i in at:
             c = cursors[i]
             if c.rec is not None:
@@ -348,6 +352,44 @@ def _object(cursors: list[_Cursor], o: int) -> Iterator[StateRecord]:
     yield from _spill(cursors, involved, life, o)
     for c in involved:
         _after_object(c, o)
+
+
+def _alone(c: _Cursor, o: int) -> Iterator[StateRecord]:
+    """Object o as the only substream that mentions it says: what _object yields for one
+    describer (every WRITE wins, its own spill is the spill), without the bookkeeping."""
+    assert c.rec is not None
+    yield StateRecord(c.rec.header, c.reader.payload())
+    c.take_object()
+    c.advance()
+    if c.kind() == RecordType.FREE and c.rec and free_fields(c.rec, c.big).length == M64:
+        yield StateRecord(c.rec.header, b"")
+        c.advance()
+    last_start = write_end = 0
+    while c.data_of(o) and c.rec is not None:
+        kind = c.kind()
+        if kind == RecordType.SPILL:
+            if not c.check_spill():
+                head = bytearray(c.rec.header)
+                head[32] &= ~DRR_SPILL_UNMODIFIED & 0xFF
+                yield StateRecord(bytes(head), c.reader.payload())
+                c.advance()
+                break
+            c.advance()
+            continue
+        start, end = _span(c)
+        if start < last_start or start < write_end:
+            raise Refused(
+                c.where(
+                    f"object {o} offset {start} goes back before offset "
+                    f"{max(last_start, write_end)} of the same substream"
+                )
+            )
+        last_start = start
+        if kind != RecordType.FREE:
+            yield StateRecord(c.rec.header, c.reader.payload())
+            write_end = end
+        c.advance()
+    _after_object(c, o)
 
 
 def _after_object(c: _Cursor, o: int) -> None:
