@@ -51,7 +51,7 @@ needs_engine = pytest.mark.skipif(_engine_missing() is not None, reason=str(_eng
 
 def archive(tmp_path: Path, *files: str, **renamed: str) -> Path:
     root = tmp_path / "cold"
-    root.mkdir()
+    root.mkdir(parents=True)
     for name in files:
         shutil.copy(STREAMS / FIXTURE[name], root / name)
     for name, fixture in renamed.items():
@@ -300,3 +300,22 @@ def test_a_writer_that_changes_content_is_caught_and_nothing_kept(
         FULL_S1,
     ]
     assert render(result, False, False).splitlines()[-1].startswith("DIFFERENT")
+
+
+@needs_engine
+def test_a_compressed_full_gives_the_digest_of_the_plain_one(tmp_path: Path) -> None:
+    """`zfs send -c` of @s1 (compressed WRITEs) and plain `zfs send` of @s1, each followed by
+    the same incremental to @s2: one digest (-c is how bytes travel, not what they are), and
+    the consolidated full of the -c chain announces COMPRESSED and restores @s2 alone."""
+    plain = archive(tmp_path / "a", FULL_S1, INC_S1_S2)
+    packed = archive(tmp_path / "b", INC_S1_S2, **{FULL_S1: "compressed_c_fs_s1.zstream"})
+    digests = []
+    for root in (plain, packed):
+        code, doc, err = run("digest", "--snapshot", "s2", "--json", str(root))
+        assert code == 0, err
+        digests.append(doc["routes"][0]["digest"])
+    assert digests[0] == digests[1]
+    code, doc, err = run("consolidate", "--json", str(packed))
+    assert code == 0, err
+    assert "COMPRESSED" in doc["features"] and doc["full_digest"] == digests[0]
+    assert restorable(packed)[1]["s2"] == [NAME_S2]
