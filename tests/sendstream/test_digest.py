@@ -22,7 +22,15 @@ from tests.sendstream.streamgen import (
     write_record,
 )
 from zverify.sendstream.chainstate import Refused, merge
-from zverify.sendstream.digest import decompress, state_digest, state_objects
+from zverify.sendstream.digest import (
+    SPILL_MARK,
+    decompress,
+    first_difference,
+    place,
+    state_digest,
+    state_objects,
+    state_pieces,
+)
 from zverify.sendstream.records import RecordReader
 
 BLOCK = bytes(range(256)) * 16 + b"\0" * 4096  # 8 KiB, its second half zero
@@ -156,3 +164,34 @@ def test_real_chain_as_a_package_and_as_single_links_agree() -> None:
     ]
     assert len(package) == 3
     assert list(state_objects(merge(package), False)) == list(state_objects(merge(links), False))
+
+
+def _pieces_of(write: object) -> list[tuple[int, int, str]]:
+    b = StreamBuilder()
+    b.begin("pool/fs@a", 0x1, 0)
+    object_record(b, 2, blksz=8192, trunc_blocks=40)
+    write(b)  # type: ignore[operator]
+    object_record(b, 3, trunc_blocks=0)
+    b.end()
+    f = io.BytesIO(bytes(b.data))
+    return list(state_pieces(merge([RecordReader(f.read, name="s")]), False))
+
+
+def test_first_difference_names_the_object_and_offset() -> None:
+    big = bytes(range(256)) * 1024  # 256 KiB: two pieces
+    changed = big[:200_000] + b"!" + big[200_001:]
+    good = _pieces_of(lambda b: write_record(b, 2, 65536, big))
+    bad = _pieces_of(lambda b: write_record(b, 2, 65536, changed))
+    at = first_difference(good, bad)
+    assert at == (2, 262144) and place(*at) == "object 2 offset 262144"  # byte 265536
+    assert first_difference(good, good) is None
+    gone = _pieces_of(lambda b: None)
+    assert first_difference(good, gone) == (2, 65536)
+
+
+def test_first_difference_names_a_spill_or_the_attributes() -> None:
+    a = _pieces_of(lambda b: spill_record(b, 2, b"x" * 512))
+    assert place(*first_difference(a, _pieces_of(lambda b: spill_record(b, 2, b"y" * 512)))) == (  # type: ignore[misc]
+        "object 2 (spill block)"
+    )
+    assert first_difference(a, _pieces_of(lambda b: None)) == (2, SPILL_MARK)

@@ -13,6 +13,7 @@ receiver decides those, and a real full and a chain may differ there).
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
@@ -136,17 +137,23 @@ def _block(rec: StateRecord, kind: int, big: bool) -> tuple[int, bytes]:
     return e.offset, data.ljust(e.length, b"\0")
 
 
-def _hash_data(h: object, offset: int, data: bytes) -> None:
-    update = h.update  # type: ignore[attr-defined]
+def _pieces(offset: int, data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of data's 128 KiB-aligned pieces that are not all zero."""
     pos = 0
     while pos < len(data):
         at = offset + pos
         step = min(len(data) - pos, PIECE - at % PIECE)
         piece = data[pos : pos + step]
         if piece != (_ZERO if step == PIECE else bytes(step)):  # a memcmp, not a scan
-            update(struct.pack("<QQ", at, len(piece)))
-            update(piece)
+            yield at, piece
         pos += step
+
+
+def _hash_data(h: object, offset: int, data: bytes) -> None:
+    update = h.update  # type: ignore[attr-defined]
+    for at, piece in _pieces(offset, data):
+        update(struct.pack("<QQ", at, len(piece)))
+        update(piece)
 
 
 def state_objects(records: Iterable[StateRecord], big_endian: bool) -> Iterator[tuple[int, str]]:
@@ -193,3 +200,61 @@ def state_digest(records: Iterable[StateRecord], big_endian: bool) -> str:
     for obj, digest in state_objects(records, big_endian):
         h.update(struct.pack("<Q", obj) + bytes.fromhex(digest))
     return "blake3:" + h.hexdigest()
+
+
+ATTRIBUTES = -1
+"""state_pieces' offset for an object's attributes and bonus; SPILL_MARK is its spill."""
+
+
+def _hex(*parts: bytes) -> str:
+    h = hashing.blake3_hasher()
+    for part in parts:
+        h.update(part)
+    return str(h.hexdigest())
+
+
+def state_pieces(
+    records: Iterable[StateRecord], big_endian: bool
+) -> Iterator[tuple[int, int, str]]:
+    """(object, offset, hex BLAKE3) per piece of the state, in order: the attributes and
+    bonus at offset ATTRIBUTES, each non-zero data piece, the spill at SPILL_MARK.  For
+    naming where two states differ (first_difference); state_objects is the fast path."""
+    current: int | None = None
+    for rec in records:
+        kind = int.from_bytes(rec.header[:4], "big" if big_endian else "little")
+        if kind == RecordType.OBJECT:
+            f = object_fields(rec.header, big_endian)
+            current = f.object
+            attrs = (f.type, f.bonustype, f.blksz, f.bonuslen, f.dn_slots or 1)
+            more = (f.checksumtype, f.compress, f.flags & DRR_OBJECT_SPILL)
+            head = struct.pack("<IIIIBBBB", *attrs, *more)
+            yield current, ATTRIBUTES, _hex(head, rec.payload[: f.bonuslen])
+        elif current is None:
+            raise Refused(f"a {RecordType(kind).name} record before any OBJECT")
+        elif kind in (RecordType.WRITE, RecordType.WRITE_EMBEDDED):
+            offset, data = _block(rec, kind, big_endian)
+            for at, piece in _pieces(offset, data):
+                yield current, at, _hex(piece)
+        elif kind == RecordType.SPILL:
+            sp = spill_fields(rec.header, big_endian)
+            yield current, SPILL_MARK, _hex(rec.payload[: sp.length])
+
+
+def first_difference(
+    left: Iterable[tuple[int, int, str]], right: Iterable[tuple[int, int, str]]
+) -> tuple[int, int] | None:
+    """The first (object, offset) where two state_pieces streams differ, or None."""
+    end = (1 << 64, 0, "")
+    for a, b in itertools.zip_longest(left, right, fillvalue=end):
+        if a != b:
+            return min(a[:2], b[:2])
+    return None
+
+
+def place(obj: int, offset: int) -> str:
+    """Words for a first_difference: `object 7 offset 131072`, its attributes or spill."""
+    if offset == ATTRIBUTES:
+        return f"object {obj} (attributes or bonus buffer)"
+    if offset == SPILL_MARK:
+        return f"object {obj} (spill block)"
+    return f"object {obj} offset {offset}"
