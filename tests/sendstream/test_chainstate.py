@@ -243,7 +243,9 @@ def test_a_write_going_backwards_is_refused() -> None:
     object_record(b, 2, trunc_blocks=2)
     write_record(b, 2, 4096, blk("x"))
     write_record(b, 2, 0, blk("y"))
-    with pytest.raises(Refused, match=r"s0: byte \d+: object 2 offset 0 goes back before"):
+    with pytest.raises(
+        Refused, match=r"s0: byte \d+: WRITE drr_object 2 drr_offset 0 goes back before"
+    ):
         run(done(b))
 
 
@@ -526,3 +528,19 @@ def test_a_dn_slots_change_frees_data_and_spill() -> None:
         write_record(b, 2, 4096, blk("new1"))
 
     assert_merges_to(_chain(s0, s1), _full_of(end, 1))
+
+
+@pytest.mark.parametrize("links", [1, 2], ids=["alone", "merged"])
+def test_a_free_going_back_over_a_write_of_its_substream_is_refused(links: int) -> None:
+    """Receive would zero the block it just wrote; no sender writes that order."""
+
+    def body(b: StreamBuilder) -> None:
+        object_record(b, 2, trunc_blocks=2)
+        write_record(b, 2, 4096, blk("w"))
+        b.free(2, 4096, 4096)
+
+    chain = _chain(*[body] * links)
+    with pytest.raises(
+        Refused, match=rf"s{links - 1}: byte \d+: FREE drr_object 2 drr_offset 4096"
+    ):
+        run(*chain)

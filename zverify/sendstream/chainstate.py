@@ -380,7 +380,8 @@ def _alone(c: _Cursor, o: int) -> Iterator[StateRecord]:
         if start < last_start or start < write_end:
             raise Refused(
                 c.where(
-                    f"object {o} offset {start} goes back before offset "
+                    f"{RecordType(c.kind() or 0).name} drr_object {o} drr_offset {start} "
+                    "goes back before offset "
                     f"{max(last_start, write_end)} of the same substream"
                 )
             )
@@ -462,7 +463,8 @@ def _merge_data(merging: list[_Cursor], o: int) -> Iterator[StateRecord]:
         if start < c.last_start or start < c.write_end:
             raise Refused(
                 c.where(
-                    f"object {o} offset {start} goes back before offset "
+                    f"{RecordType(c.kind() or 0).name} drr_object {o} drr_offset {start} "
+                    "goes back before offset "
                     f"{max(c.last_start, c.write_end)} of the same substream"
                 )
             )
