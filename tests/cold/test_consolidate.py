@@ -319,3 +319,35 @@ def test_a_compressed_full_gives_the_digest_of_the_plain_one(tmp_path: Path) -> 
     assert code == 0, err
     assert "COMPRESSED" in doc["features"] and doc["full_digest"] == digests[0]
     assert restorable(packed)[1]["s2"] == [NAME_S2]
+
+
+@needs_engine
+def test_a_writer_that_breaks_the_stream_is_stopped_by_the_scanner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte changed after its checksum was computed: the scanner, which validates the
+    full as it is written, stops at the record; consolidate raises (exit 2) naming the byte,
+    and leaves neither the full nor its partial."""
+    from zverify.cold.store import LocalStore
+    from zverify.errors import ColdError
+    from zverify.sendstream.synthesize import FullWriter
+
+    class Damaging(FullWriter):
+        damaged = False
+
+        def _put(self, data: bytes) -> None:
+            if not self.damaged and len(data) > 4096:  # a block's payload
+                self.damaged = True
+                data = bytes([data[0] ^ 1]) + data[1:]
+            super()._put(data)
+
+    monkeypatch.setattr(consolidate, "FullWriter", Damaging)
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    store = LocalStore([str(root)])
+    with pytest.raises(ColdError, match=r"is not valid at byte \d+") as caught:
+        consolidate.consolidate(store, store, None, None, False, 0, ["test"])
+    assert caught.value.exit_code == 2
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == [
+        INC_S1_S2,
+        FULL_S1,
+    ]

@@ -503,6 +503,14 @@ def _write_validated(report: ArchiveReport, result: Consolidated, w: StoreWriter
 
     thread = threading.Thread(target=scan, daemon=True)
     thread.start()
+    open_ends = [wpipe]
+
+    def end_scan() -> None:
+        """Close the writer's end once (the scanner sees the end), wait for the verdict."""
+        while open_ends:
+            os.close(open_ends.pop())
+        thread.join()
+
     try:
         with contextlib.ExitStack() as stack:
             readers = open_route(stack, report, result.route)
@@ -517,12 +525,22 @@ def _write_validated(report: ArchiveReport, result: Consolidated, w: StoreWriter
 
             result.chain_digest = state_digest(written(merge(readers)), big)
             result.written = writer.finish()
+    except _ScanStopped:
+        end_scan()
+        first = scanned[0].problems[0] if scanned and scanned[0].problems else None
+        why = f" at byte {first.offset}: {first.message}" if first else ""
+        raise ColdError(
+            f"the full being written to {names.shown(w.partial)} is not valid{why}; nothing kept"
+        ) from None
     finally:
-        os.close(wpipe)
-        thread.join()
+        end_scan()
     if not scanned:
         raise ColdError(f"the scanner of {names.shown(w.partial)} stopped without a verdict")
     return scanned[0]
+
+
+class _ScanStopped(Exception):
+    """The scanner stopped reading what the writer writes: it found a problem."""
 
 
 def _pipe_writer(fd: int) -> Callable[[bytes], None]:
@@ -532,7 +550,7 @@ def _pipe_writer(fd: int) -> Callable[[bytes], None]:
             while view:
                 view = view[os.write(fd, view) :]
         except BrokenPipeError:
-            raise ColdError("the scanner stopped reading the new full (see its problem)") from None
+            raise _ScanStopped from None
 
     return write
 
