@@ -544,3 +544,15 @@ def test_a_free_going_back_over_a_write_of_its_substream_is_refused(links: int) 
         Refused, match=rf"s{links - 1}: byte \d+: FREE drr_object 2 drr_offset 4096"
     ):
         run(*chain)
+
+
+def test_a_volume_link_in_a_filesystem_route_is_refused() -> None:
+    inc = bytearray(_regen_from(G0))
+    inc[32:36] = (3).to_bytes(4, "little")  # BEGIN drr_type: DMU_OST_ZVOL
+    with pytest.raises(Refused, match=r"s1: BEGIN drr_type 3 differs from s0"):
+        run(full0(), bytes(inc))
+
+
+def test_a_route_that_does_not_start_at_a_full_is_refused() -> None:
+    with pytest.raises(Refused, match=r"s0: BEGIN drr_fromguid is not 0"):
+        run(inc1())
