@@ -556,3 +556,14 @@ def test_a_volume_link_in_a_filesystem_route_is_refused() -> None:
 def test_a_route_that_does_not_start_at_a_full_is_refused() -> None:
     with pytest.raises(Refused, match=r"s0: BEGIN drr_fromguid is not 0"):
         run(inc1())
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"), [(6, "WRITE_BYREF"), (9, "OBJECT_RANGE"), (10, "REDACT")]
+)
+def test_dedup_raw_and_redact_records_are_refused(kind: int, name: str) -> None:
+    b = new(G0)
+    object_record(b, 2, trunc_blocks=1)
+    b._emit(kind.to_bytes(4, "little") + bytes(4) + (2).to_bytes(8, "little"))
+    with pytest.raises(Refused, match=rf"s0: byte \d+: a {name} record"):
+        run(done(b))
