@@ -220,11 +220,60 @@ def test_mixed_byte_order_is_refused() -> None:
         run(full0(), byteswap(inc1()))
 
 
-def test_mixed_large_blocks_is_refused() -> None:
-    b = new(G1, G0, "b", features=4 | LARGE_DNODE | LARGE_BLOCKS)
+def test_large_blocks_turned_off_is_refused() -> None:
+    """recv_check_large_blocks: a dataset with large blocks takes no stream without them."""
+    b = new(G0, features=4 | LARGE_DNODE | LARGE_BLOCKS)
     master(b)
-    with pytest.raises(Refused, match=r"s1: BEGIN drr_versioninfo LARGE_BLOCKS differs from s0"):
-        run(full0(), done(b))
+    with pytest.raises(Refused, match=r"s1: BEGIN drr_versioninfo lacks LARGE_BLOCKS, which s0"):
+        run(done(b), _regen_from(G0))
+
+
+def test_large_blocks_turned_on_for_new_objects_merges() -> None:
+    """-L throughout, recordsize raised mid-chain: the first links lack LARGE_BLOCKS."""
+    big = 1 << 20
+
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, blksz=OLD, trunc_blocks=2)
+        write_record(b, 2, 0, blk("r0", OLD))
+        write_record(b, 2, OLD, blk("r1", OLD))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 3, blksz=big, trunc_blocks=1)
+        write_record(b, 3, 0, blk("L", big))
+
+    def end(b: StreamBuilder) -> None:
+        s0(b)
+        s1(b)
+
+    chain = _chain(s0, s1)
+    chain[1] = _with_features(s1, 1, 4 | LARGE_DNODE | LARGE_BLOCKS)
+    expected = _with_features(end, 1, 4 | LARGE_DNODE | LARGE_BLOCKS, full=True)
+    assert_merges_to(chain, expected)
+
+
+def test_a_block_size_that_may_have_been_clamped_is_refused() -> None:
+    """An object sent at 128 KiB without LARGE_BLOCKS, then at 1 MiB with: the receiver
+    decides by the ZPL generation (openzfs/zfs#6224), zverify refuses to guess."""
+
+    def s0(b: StreamBuilder) -> None:
+        object_record(b, 2, blksz=OLD, trunc_blocks=16)
+        write_record(b, 2, 0, blk("r0", OLD))
+
+    def s1(b: StreamBuilder) -> None:
+        object_record(b, 2, blksz=1 << 20, trunc_blocks=2)
+
+    chain = [_chain(s0)[0], _with_features(s1, 1, 4 | LARGE_DNODE | LARGE_BLOCKS)]
+    with pytest.raises(Refused, match=r"s1: byte \d+: OBJECT 2 drr_blksz 1048576, sent as 131072"):
+        run(*chain)
+
+
+OLD = 128 << 10
+
+
+def _with_features(body: object, i: int, features: int, full: bool = False) -> bytes:
+    b = new(0x100 + i, 0 if full else 0x100 + i - 1, f"s{i}", features=features)
+    body(b)  # type: ignore[operator]
+    return done(b)
 
 
 def test_a_broken_guid_link_is_refused() -> None:

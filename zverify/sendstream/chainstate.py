@@ -72,6 +72,8 @@ class _Attrs:
     bonuslen: int
     slots: int
     nblkptr: int
+    large_blocks: bool
+    """Set by a link with LARGE_BLOCKS: its drr_blksz is the object's own, never clamped."""
 
 
 def _slots(f: ObjectFields) -> int:
@@ -116,6 +118,10 @@ class _Cursor:
     @property
     def big(self) -> bool:
         return self.reader.big_endian
+
+    @property
+    def large_blocks(self) -> bool:
+        return bool(self.reader.begin.features & Feature.LARGE_BLOCKS)
 
     @property
     def spill_block(self) -> bool:
@@ -225,13 +231,14 @@ def _check_route(cursors: list[_Cursor]) -> None:
                 f"{c.name}: BEGIN drr_magic: byte order differs from {first.name} "
                 "(mixed byte order: the receiver byteswaps payloads per object type)"
             )
-        if (b.features ^ first.reader.begin.features) & Feature.LARGE_BLOCKS:
-            raise Refused(
-                f"{c.name}: BEGIN drr_versioninfo LARGE_BLOCKS differs from {first.name} "
-                "(mixed -L: a block size change could then keep old data)"
-            )
         if b.objset_type != first.reader.begin.objset_type:
             raise Refused(f"{c.name}: BEGIN drr_type {b.objset_type} differs from {first.name}")
+    for older, newer in itertools.pairwise(cursors):
+        if older.large_blocks and not newer.large_blocks:
+            raise Refused(
+                f"{newer.name}: BEGIN drr_versioninfo lacks LARGE_BLOCKS, which {older.name} "
+                "has (receive refuses it: recv_check_large_blocks)"
+            )
     if first.reader.begin.fromguid != 0:
         raise Refused(f"{first.name}: BEGIN drr_fromguid is not 0: the route must start at a full")
     for older, newer in itertools.pairwise(cursors):
@@ -290,6 +297,24 @@ class _Life:
     newest: int = -1
 
 
+OLD_MAX_BLOCK = 128 << 10
+"""SPA_OLD_MAXBLOCKSIZE: without LARGE_BLOCKS, dump_dnode reports a larger block size as
+this (dmu_send.c line 751) and splits the blocks into pieces of it."""
+
+
+def _maybe_clamped(attrs: _Attrs, f: ObjectFields, c: _Cursor) -> bool:
+    """Did a link without LARGE_BLOCKS report this object's block size clamped to 128 KiB,
+    which a newer link with LARGE_BLOCKS now reports as it is?  Then the receiver's
+    same-generation branch (keep the old block size and data) may apply: the -L toggle of
+    openzfs/zfs#6224.  Any other block size change means a new object (see the design note)."""
+    return (
+        not attrs.large_blocks
+        and c.large_blocks
+        and attrs.blksz == OLD_MAX_BLOCK
+        and f.blksz > OLD_MAX_BLOCK
+    )
+
+
 def _life(cursors: list[_Cursor], o: int) -> _Life:
     """Replay receive_object/receive_freeobjects for o over the route, headers only."""
     life, attrs = _Life(), None
@@ -302,6 +327,14 @@ def _life(cursors: list[_Cursor], o: int) -> _Life:
             continue
         assert c.rec is not None
         f = object_fields(c.rec, c.big)
+        if attrs is not None and _maybe_clamped(attrs, f, c):
+            raise Refused(
+                c.where(
+                    f"OBJECT {o} drr_blksz {f.blksz}, sent as {OLD_MAX_BLOCK} by a link "
+                    "without LARGE_BLOCKS: receive keeps or frees its data by the ZPL "
+                    "generation (receive_object_is_same_generation), which zverify does not read"
+                )
+            )
         new = attrs is None or _slots(f) != attrs.slots  # dmu_free_long_object + claim
         free_range = new or (
             attrs is not None and (f.blksz != attrs.blksz or _deduce_nblkptr(f) < attrs.nblkptr)
@@ -317,7 +350,10 @@ def _life(cursors: list[_Cursor], o: int) -> _Life:
             life.kills.add(c.index)  # dmu_object_rm_spill
         if free_range:
             life.cut = c.index
-        attrs = _Attrs(f.type, f.blksz, f.bonustype, f.bonuslen, _slots(f), _dnode_nblkptr(f))
+        attrs = _Attrs(
+            f.type, f.blksz, f.bonustype, f.bonuslen, _slots(f), _dnode_nblkptr(f),
+            c.large_blocks,
+        )  # fmt: skip
         life.live, life.newest = True, c.index
     return life
 
