@@ -100,7 +100,7 @@ def test_the_spill_block_counts() -> None:
 
 
 def test_unknown_compression_is_refused_not_guessed() -> None:
-    with pytest.raises(Refused, match="compression 99: unknown"):
+    with pytest.raises(Refused, match="WRITE drr_object 2 drr_offset 0: compression 99: unknown"):
         one_object(lambda b: write_record(b, 2, 0, b"junk" * 10, compression=99, lsize=8192))
 
 

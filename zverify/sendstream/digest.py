@@ -125,16 +125,35 @@ def decompress(kind: int, data: bytes, size: int) -> bytes:
 
 
 def _block(rec: StateRecord, kind: int, big: bool) -> tuple[int, bytes]:
+    """(offset, logical bytes) of a WRITE or WRITE_EMBEDDED; a refusal names where."""
     if kind == RecordType.WRITE:
         w = write_fields(rec.header, big)
-        size = w.logical_size
-        data = rec.payload if w.compressiontype in _PLAIN else None
-        if data is None:
-            data = decompress(w.compressiontype, rec.payload, size)
-        return w.offset, data
-    e = embedded_fields(rec.header, big)
-    data = decompress(e.compression, rec.payload[: e.psize], e.lsize)
-    return e.offset, data.ljust(e.length, b"\0")
+        obj, offset, comp, size, payload = (
+            w.object,
+            w.offset,
+            w.compressiontype,
+            w.logical_size,
+            rec.payload,
+        )
+    else:
+        e = embedded_fields(rec.header, big)
+        obj, offset, comp, size, payload = (
+            e.object,
+            e.offset,
+            e.compression,
+            e.lsize,
+            rec.payload[: e.psize],
+        )
+    if comp in _PLAIN and kind == RecordType.WRITE:
+        return offset, payload
+    try:
+        data = decompress(comp, payload, size)
+    except Refused as err:
+        name = RecordType(kind).name
+        raise Refused(f"{name} drr_object {obj} drr_offset {offset}: {err}") from err
+    if kind == RecordType.WRITE_EMBEDDED:
+        data = data.ljust(e.length, b"\0")
+    return offset, data
 
 
 def _pieces(offset: int, data: bytes) -> Iterator[tuple[int, bytes]]:
