@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.cli.console import needs_installed_command
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, plain_env, run, start
-from tests.sendstream.streamgen import StreamBuilder
+from tests.sendstream.test_synthesize import sender_ordered
 from zverify.cold import lock
 
 pytestmark = needs_installed_command
@@ -179,11 +179,11 @@ DS = "pool/set"
 
 def synthetic(n: int, frm: int | None) -> tuple[str, bytes, tuple[int, int]]:
     """A real (checksummed) stream of pool/set@n, full or from @frm."""
-    b = StreamBuilder()
-    b.substream(f"{DS}@{n}", 1000 + n, 0 if frm is None else 1000 + frm, nwrites=20,
-                created=1_700_000_000 + n)  # fmt: skip
+    # in the sender's order: prune proves content with the chain-state engine
+    data = sender_ordered(False, 1000 + n, 0 if frm is None else 1000 + frm,
+                          toname=f"{DS}@{n}", nwrites=20, created=1_700_000_000 + n)  # fmt: skip
     name = f"pool%2Fset@{n}.zfsfull" if frm is None else f"pool%2Fset@{frm}-@{n}.zfsinc"
-    return name, bytes(b.data), (0 if frm is None else 1000 + frm, 1000 + n)
+    return name, data, (0 if frm is None else 1000 + frm, 1000 + n)
 
 
 def test_prune_killed_anywhere(tmp_path: Path, coldshim: Path) -> None:

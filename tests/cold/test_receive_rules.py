@@ -18,6 +18,7 @@ from typing import Any
 from tests.cli.console import zverify
 from tests.cold.standin import GUIDS, STREAMS, plain_env, run
 from tests.sendstream.streamgen import StreamBuilder, package
+from tests.sendstream.test_synthesize import sender_ordered
 
 LARGE_BLOCKS = 1 << 19
 T = 1_795_288_679  # one second: the review's @1 and @2
@@ -25,9 +26,8 @@ LATER = 2_000_000_000  # after every fixture stream was made
 
 
 def synthetic(name: str, guid: int, base: int = 0, created: int = T, features: int = 4) -> bytes:
-    b = StreamBuilder()
-    b.substream(name, guid, base, created=created, features=features)
-    return bytes(b.data)
+    """In the sender's order (prune proves content with the chain-state engine)."""
+    return sender_ordered(False, guid, base, toname=name, created=created, features=features)
 
 
 def archive(tmp_path: Path, files: dict[str, bytes | str]) -> Path:

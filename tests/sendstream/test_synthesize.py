@@ -166,19 +166,25 @@ def sender_ordered(
     fromguid: int = 0,
     seed: int = 0,
     toname: str = "pool/fs@b",
+    *,
+    nwrites: int = 3,
+    features: int = int(SA_EMBED),
+    created: int = 1_700_000_000,
 ) -> bytes:
     """A substream in OpenZFS's sender order (anchors-4.md §1.2): per object OBJECT, its
     truncation FREE, then its data by increasing offset; free slots of the dnode block as
-    FREEOBJECTS at their position."""
+    FREEOBJECTS at their position.  Its embedded block is real ZFS lz4."""
     b = StreamBuilder(big)
-    b.begin(toname, toguid, fromguid, features=int(SA_EMBED), flags=int(BeginFlag.SPILL_BLOCK))
+    features |= int(SA_EMBED)
+    flags = int(BeginFlag.SPILL_BLOCK)
+    b.begin(toname, toguid, fromguid, features=features, flags=flags, created=created)
     b.object(1, otype=21)
     b.free(1, 131072, (1 << 64) - 1)
     b.object(2)
     b.free(2, 131072, (1 << 64) - 1)
-    for i in range(3):
+    for i in range(nwrites):
         b.write(2, i * 512, bytes((seed + i * 7 + j) & 0xFF for j in range(512)))
-    b.embedded(2, 3 * 512, _zfs_lz4(bytes([seed]) * 4096))
+    b.embedded(2, nwrites * 512, _zfs_lz4(bytes([seed]) * 4096))
     b.freeobjects(3, 29)
     b.end()
     return bytes(b.data)
