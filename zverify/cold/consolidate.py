@@ -14,7 +14,7 @@ fewest bytes from a full, as `cold restore` receives it; zverify.sendstream.chai
    chain's digest (digest.state_digest);
 4. the written file is read back as a one-substream route: its digest must equal the
    chain's, else nothing is renamed, the partial is removed and the result is exit 1 naming
-   the first object that differs (digest.state_objects);
+   the first object and offset that differ (digest.state_pieces);
 5. the file is renamed into place (never over an existing one), then its sidecar NAME.json
    written: "synthetic", with the source files, their END-checksum digests and the state
    digest.
@@ -46,7 +46,8 @@ from zverify.errors import ColdError, UnrestorableError, ZverifyError
 from zverify.sendstream import compressed
 from zverify.sendstream.chain import ArchivedFile, Chain, Restorable, chains, plan
 from zverify.sendstream.chainstate import StateRecord, merge
-from zverify.sendstream.digest import state_digest, state_objects
+from zverify.sendstream.digest import first_difference as pieces_difference
+from zverify.sendstream.digest import place, state_digest, state_pieces
 from zverify.sendstream.format import RECORD_SIZE, HeaderType, RecordType
 from zverify.sendstream.records import RecordReader, Refused
 from zverify.sendstream.report import StreamReport
@@ -309,48 +310,22 @@ def route_digest(report: ArchiveReport, route: Route) -> str:
         return state_digest(merge(readers), readers[0].big_endian)
 
 
-def _objects(records: Iterable[StateRecord], big_endian: bool) -> Iterator[tuple[int, str]]:
-    return state_objects(records, big_endian)
-
-
 def first_difference(
     left: Callable[[contextlib.ExitStack], list[RecordReader]],
     right: Callable[[contextlib.ExitStack], list[RecordReader]],
     what: tuple[str, str],
 ) -> str:
-    """The first object whose state differs between two routes (each opened by a
-    callable), in words: object N differs, or is only in one of them."""
+    """Where the states of two routes (each opened by a callable) first differ, in words:
+    `object 7 offset 131072`, an object's attributes or bonus buffer, its spill block
+    (digest.state_pieces: one more pass over both, made only once the digests differ)."""
     with contextlib.ExitStack() as stack:
         a, b = left(stack), right(stack)
-        ours = _objects(merge(a), a[0].big_endian)
-        theirs = _objects(merge(b), b[0].big_endian)
-        for x, y in _zip_longest(ours, theirs):
-            if x == y:
-                continue
-            if x is None or (y is not None and y[0] < x[0]):
-                assert y is not None
-                return f"object {y[0]} is only in {what[1]}"
-            if y is None or x[0] < y[0]:
-                return f"object {x[0]} is only in {what[0]}"
-            return f"object {x[0]} differs"
-    return "the digests differ, yet no object does (the digest covers more than objects)"
-
-
-def _zip_longest(
-    a: Iterator[tuple[int, str]], b: Iterator[tuple[int, str]]
-) -> Iterator[tuple[tuple[int, str] | None, tuple[int, str] | None]]:
-    """Pairs by object number (an object only on one side pairs with None)."""
-    x, y = next(a, None), next(b, None)
-    while x is not None or y is not None:
-        if y is None or (x is not None and x[0] < y[0]):
-            yield x, None
-            x = next(a, None)
-        elif x is None or y[0] < x[0]:
-            yield None, y
-            y = next(b, None)
-        else:
-            yield x, y
-            x, y = next(a, None), next(b, None)
+        found = pieces_difference(
+            state_pieces(merge(a), a[0].big_endian), state_pieces(merge(b), b[0].big_endian)
+        )
+    if found is None:
+        return f"the digests differ, yet no piece of {what[0]} and {what[1]} does"
+    return f"{place(*found)} differs"
 
 
 def digest_snapshot(report: ArchiveReport, snapshot: str | None) -> Digested:
