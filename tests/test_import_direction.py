@@ -51,6 +51,8 @@ ALLOWED_IN_FUNCTIONS = {
     ("zverify.sendstream.compressed", "lzma"): "optional: Python may be built without it",
     ("zverify.sendstream.compressed", "zstandard"): "only for zstd-compressed streams",
     ("zverify.sendstream.compressed", "lz4.frame"): "only for lz4-compressed streams",
+    ("zverify.sendstream.digest", "lz4.block"): "only for lz4-compressed WRITE records",
+    ("zverify.sendstream.digest", "zstandard"): "only for zstd-compressed WRITE records",
     ("zverify.trees.compare", "zverify.mpi.coordinator"): "only for --mpi: the CLI tells "
     "that an MPI job was started by zverify.mpi.session being loaded",
     ("zverify.trees.open", "zverify.manifest.open"): "start-up: two live trees never load "

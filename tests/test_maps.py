@@ -79,6 +79,7 @@ OUTSIDE = {
     "md5sum.c": "GNU coreutils",
     "include/sys/zfs_ioctl.h": "OpenZFS",
     "module/zfs/dmu_recv.c": "OpenZFS",
+    "module/zfs/dmu_send.c": "OpenZFS",
     "lib/libzfs/libzfs_sendrecv.c": "OpenZFS",
     "xxhash.h": "Debian's libxxhash-dev",
     "data/": "a BagIt bag's payload folder (RFC 8493)",

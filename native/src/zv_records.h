@@ -9,7 +9,8 @@
  * increasing object order, so a real stream needs one range per run of objects); past the
  * bound the lower half is forgotten, and a record for a forgotten object is refused as
  * not proven (ZV_R_FORGOTTEN): a sender writes an object's records right after the OBJECT
- * records of its dnode block (dmu_send.c, do_dump: 32 dnodes), never 2,048 ranges later.
+ * records of its dnode block (module/zfs/dmu_send.c, do_dump: 32 dnodes), never 2,048
+ * ranges later.
  */
 #ifndef ZV_RECORDS_H
 #define ZV_RECORDS_H

@@ -6,8 +6,11 @@ number, and yields per live object its newest OBJECT, the truncation a full carr
 data by increasing offset (the newest WRITE/WRITE_EMBEDDED/FREE wins per byte range,
 cut at the substream in which the receiver last freed or reallocated the object) and its
 spill block.  Which substream frees what follows OpenZFS 2.1.11's receive_object and
-receive_handle_existing_object (dmu_recv.c).  No payload is buffered: a payload is read
-only when its record is emitted, and skipped otherwise.
+receive_handle_existing_object (module/zfs/dmu_recv.c).  No payload is buffered: a payload
+is read only when its record is emitted, and skipped otherwise.
+
+Long because: the cursors, the cut of each object and the merge of its byte ranges are one
+algorithm over one per-object state; split, each part would need the others' internals.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def _dnode_nblkptr(f: ObjectFields) -> int:
 
 
 def _deduce_nblkptr(f: ObjectFields) -> int:
-    """deduce_nblkptr (dmu_recv.c): what receive compares against doi_nblkptr."""
+    """deduce_nblkptr (module/zfs/dmu_recv.c): what receive compares against doi_nblkptr."""
     if f.bonustype == DMU_OT_SA:
         return 1
     return 1 + ((320 - min(320, f.bonuslen)) >> 7)
@@ -299,7 +302,7 @@ class _Life:
 
 OLD_MAX_BLOCK = 128 << 10
 """SPA_OLD_MAXBLOCKSIZE: without LARGE_BLOCKS, dump_dnode reports a larger block size as
-this (dmu_send.c line 751) and splits the blocks into pieces of it."""
+this (module/zfs/dmu_send.c line 751) and splits the blocks into pieces of it."""
 
 
 def _maybe_clamped(attrs: _Attrs, f: ObjectFields, c: _Cursor) -> bool:

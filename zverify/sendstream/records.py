@@ -3,8 +3,9 @@
 The chain-state engine (zverify.sendstream.chainstate) reads many substreams at once and
 keeps only one header per substream; a payload is read when the engine emits it and
 skipped (seeked over when the source can) when a newer substream supersedes it.  Framing
-follows the receiver's own payload sizes (dmu_recv.c receive_read_record, OpenZFS 2.1.11)
-and the struct offsets of include/sys/zfs_ioctl.h (docs/design/sendstream-format.md).
+follows the receiver's own payload sizes (module/zfs/dmu_recv.c receive_read_record,
+OpenZFS 2.1.11) and the struct offsets of include/sys/zfs_ioctl.h
+(docs/design/sendstream-format.md).
 This reader does not replay the fletcher-4 trailers: the scanner (`cold check`) proves a
 stream intact; this module only reads what a proven stream says.
 """

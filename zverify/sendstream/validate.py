@@ -31,6 +31,9 @@ to fixed limits and counted past them (a stream too large to list while intact i
 judged: exit 2), nvlists keep only the values the checks read, and once nothing after a
 point can change the verdict (data past the end, a BEGIN without magic) the scanner only
 reads the rest (docs/design/sendstream.md, "Performance and memory").
+
+Long because: the checker is one state machine over a package's substreams, and its
+transitions share the report they fill in.
 """
 
 from __future__ import annotations
