@@ -454,9 +454,9 @@ def consolidate_route(
             return result
         result.sha256 = w.stored_sha256()
         w.commit()
-    except Unsynced as err:
-        result.note = str(err)
-        return result
+    except Unsynced as err:  # in place but maybe not durable: not a success (as cold send)
+        written = f"wrote {names.shown(planned.name)} (its digest proven)"
+        raise ColdError(f"{written}, but {err}") from None
     except BaseException:
         w.discard()
         raise
