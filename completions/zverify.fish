@@ -299,6 +299,7 @@ complete -c zverify -n '__zverify_at \'cold check\'' -l endpoint-url -x -d 'The 
 complete -c zverify -n '__zverify_at \'cold check\'' -l depth -x -a 'full sample metadata' -d 'full'
 complete -c zverify -n '__zverify_at \'cold check\'' -l sample -x -d '--depth sample'
 complete -c zverify -n '__zverify_at \'cold check\'' -l ledger -r -F -d 'Record each file\'s proof in this ledger'
+complete -c zverify -n '__zverify_at \'cold check\'' -l digest -d 'Also the logical state digest of each dataset\'s newest restorable snapshot,...'
 complete -c zverify -n '__zverify_at \'cold check\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'cold check\'' -F
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l max-bytes -x -d 'Start no file once N bytes were read'

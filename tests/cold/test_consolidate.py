@@ -207,6 +207,48 @@ def test_a_tampered_incremental_makes_the_routes_disagree(tmp_path: Path) -> Non
     assert done.returncode == 1 and "DIFFERENT" in done.stdout.splitlines()[-1]
 
 
+def test_check_digest_names_the_newest_snapshot_and_its_agreeing_routes(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    assert run("consolidate", str(root))[0] == 0
+    code, doc, err = run("check", "--digest", "--json", str(root))
+    assert code == 0, err
+    (ds,) = doc["datasets"]
+    digest = run("digest", "--snapshot", "s2", "--json", str(root))[1]["routes"][0]["digest"]
+    assert ds["digest"] == {
+        "snapshot": "s2",
+        "guid": str(guid("s2")),
+        "digest": digest,
+        "routes": 2,
+    }
+    assert "digest" not in run("check", "--json", str(root))[1]["datasets"][0]  # asked for only
+    text = zverify("cold", "check", "--digest", str(root)).stdout
+    assert f"digest of @s2 (guid {guid('s2')}): {digest} (2 routes agree)" in text
+
+
+def test_check_digest_is_a_problem_when_routes_disagree(tmp_path: Path) -> None:
+    root = archive(tmp_path, FULL_S1, INC_S1_S2)
+    assert run("consolidate", str(root))[0] == 0
+    _tamper_first_write(root / INC_S1_S2)
+    assert zverify("cold", "check", str(root)).returncode == 0  # intact to every checksum
+    code, doc, err = run("check", "--digest", "--json", str(root))
+    assert code == 1, err
+    (problem,) = doc["datasets"][0]["problems"]
+    assert problem["kind"] == "content-differs" and "object" in problem["message"]
+
+
+def test_check_digest_that_cannot_be_made_is_not_proven(tmp_path: Path) -> None:
+    """A raw chain restores, but no digest can be made of it offline: exit 2, not 0."""
+    root = tmp_path / "cold"
+    root.mkdir()
+    shutil.copy(STREAMS / "raw_w_enc_s1.zstream", root / "zv%2Fenc@s1.zfsfull")
+    shutil.copy(STREAMS / "raw_w_enc_s1_s2.zstream", root / "zv%2Fenc@s1-@s2.zfsinc")
+    assert zverify("cold", "check", str(root)).returncode == 0
+    done = zverify("cold", "check", "--digest", str(root))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unproven" in done.stdout and "no digest of the newest snapshot" in done.stdout
+    assert "raw" in done.stdout.lower()
+
+
 @needs_engine
 def test_streamgen_seed_archive_consolidates_to_the_last_snapshot(tmp_path: Path) -> None:
     """The issue's seed layout: setname@0.zfsfull, setname@0-@1.zfsinc, setname@1-@2.zfsinc

@@ -150,6 +150,15 @@ def check(
             ".zverify-ledger.jsonl, when it has one).",
         ),
     ] = None,
+    digest: Annotated[
+        bool,
+        typer.Option(
+            "--digest",
+            help="Also the logical state digest of each dataset's newest restorable snapshot, "
+            "over every route that restores it (as `cold digest`): routes that disagree are "
+            "a problem, a digest that cannot be made is not proven.",
+        ),
+    ] = False,
 ) -> int:
     """Read every stream completely, rebuild the chains by GUID across every DIR: exit 0
     every file intact and every incremental reachable from a full, 1 anything else found, 2
@@ -166,7 +175,11 @@ def check(
     bars = _bars(quiet or no_progress or as_json)
     if ledger is not None and depth != "full":
         raise UsageError(f"--ledger records full proofs: --depth {depth} proves less")
-    report = operations.check_places(store, dataset, max(0.0, wait), bars, depth, sample, ledger)
+    if digest and depth != "full":
+        raise UsageError(f"--digest reads every route completely: --depth {depth} reads less")
+    report = operations.check_places(
+        store, dataset, max(0.0, wait), bars, depth, sample, ledger, digest
+    )
     return _show(report, as_json, quiet)
 
 

@@ -110,6 +110,8 @@ class ArchiveReport:
     sidecars: list[str] = field(default_factory=list)  # the NAME.json files beside streams
     ledger: str | None = None  # the proof ledger's summary, once this check is recorded
     lineages: dict[str, str] = field(default_factory=dict)  # a renamed dataset's chain's name
+    # `check --digest`: per dataset, (snapshot, guid, digest, routes agreeing) of its newest
+    digests: dict[str, tuple[str, int, str, int]] = field(default_factory=dict)
 
     @property
     def chained(self) -> list[ArchivedFile]:

@@ -30,6 +30,7 @@ three proofs cannot drift apart.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import threading
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 
 from zverify import __version__, exitcodes, provenance
 from zverify.cold import names, restore
-from zverify.cold.check import ArchiveReport, check_archive
+from zverify.cold.check import ArchiveReport, Problem, check_archive
 from zverify.cold.entries import FileStamp
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
@@ -346,6 +347,29 @@ def digest_snapshot(report: ArchiveReport, snapshot: str | None) -> Digested:
             )
             break
     return result
+
+
+def digest_newest(report: ArchiveReport) -> None:
+    """`cold check --digest`: the digest of each dataset's newest restorable snapshot over
+    every route that restores it, into report.digests.  A digest that cannot be made (a raw
+    chain, a file not read) is an unproven problem (exit 2); routes that restore different
+    content are a problem of the archive (exit 1), with the first difference."""
+    for dataset, found in report.plans.items():
+        if not found.restorable:
+            continue
+        where = found.restorable[-1].files[-1]
+        try:
+            digested = digest_snapshot(dataclasses.replace(report, plans={dataset: found}), None)
+        except ZverifyError as err:
+            why = f"{dataset}: no digest of the newest snapshot: {err}"
+            report.problems.append(Problem(where, "unproven", why, dataset=dataset))
+            continue
+        digest = digested.routes[0][1]
+        agree = sum(d == digest for _, d in digested.routes)
+        report.digests[dataset] = (digested.snapshot, digested.guid, digest, agree)
+        if digested.differs:
+            why = f"@{digested.snapshot}: two routes restore different content: {digested.differs}"
+            report.problems.append(Problem(where, "content-differs", why, dataset=dataset))
 
 
 def _opener(

@@ -26,6 +26,7 @@ from zverify import exitcodes
 from zverify.cold import (
     check,
     clean,
+    consolidate,
     ledger,
     metadata,
     names,
@@ -208,9 +209,11 @@ def check_places(
     depth: str = "full",
     percent: float = 1.0,
     ledger_path: str | None = None,
+    digest: bool = False,
 ) -> ArchiveReport:
     """Check at depth: full (every byte), sample (percent% of each stream's bytes by range,
-    and the metadata) or metadata."""
+    and the metadata) or metadata; digest: each dataset's newest snapshot's logical state
+    digest too (full depth only: one more pass over each route)."""
     if depth == metadata.DEPTH:
         with store.lock("read", wait):
             return metadata.check_metadata(store, dataset)
@@ -224,6 +227,8 @@ def check_places(
             records = _records(report, "check")  # what was proven, before any doubt is added
             _flag_replaced(proofs, report)
             report.ledger = _record_check(proofs, records, explicit=ledger_path is not None)
+        if digest:
+            consolidate.digest_newest(report)
     if not report.plans and not report.all_problems:
         report.problems.append(check.nothing_found(report, dataset))
     return report

@@ -69,6 +69,8 @@ def check_text(report: ArchiveReport) -> str:
             lines.append(
                 f"  chain from {shown(chain.full)}: {len(chain.files)} files, {chain.bytes:,} bytes"
             )
+        if dataset in report.digests:
+            lines.append(f"  {_digest_text(report.digests[dataset])}")
     busy = [f for f in report.files if f.in_progress]
     if busy:
         lines.append("in progress:")
@@ -210,6 +212,7 @@ def check_json(report: ArchiveReport) -> str:
                 ],
                 "problems": [problem_doc(p) for p in by_dataset[d]],
             }
+            | _digest_doc(report.digests.get(d))
             for d, plan in report.plans.items()
         ],
         "files": [_file_doc(f) for f in report.files],
@@ -217,6 +220,19 @@ def check_json(report: ArchiveReport) -> str:
         "kept": [json_name(n) for n in report.kept],
     }
     return json.dumps(doc, indent=2) + "\n"
+
+
+def _digest_text(found: tuple[str, int, str, int]) -> str:
+    snapshot, guid, digest, routes = found
+    agree = "its one route" if routes == 1 else f"{routes} routes agree"
+    return f"digest of @{snapshot} (guid {guid}): {digest} ({agree})"
+
+
+def _digest_doc(found: tuple[str, int, str, int] | None) -> dict[str, Any]:
+    if found is None:
+        return {}
+    snapshot, guid, digest, routes = found
+    return {"digest": {"snapshot": snapshot, "guid": str(guid), "digest": digest, "routes": routes}}
 
 
 def _restorable_doc(r: Restorable, proof: str) -> dict[str, Any]:
