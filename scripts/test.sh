@@ -9,31 +9,41 @@ bash scripts/setup.sh
 # The s3 tests run against a real S3 server, versitygw, built once from the Go module proxy
 # (1.5 min cold, cached in ~/.cache/zverify-s3; needs Go >= 1.25), beside the VM build, whose
 # qemu uses one of the cores.  Same rule: ZVERIFY_S3_REQUIRED=1 makes a failed build fatal.
+build_vm() {
+    if ! python3 -m tools.zfsvm build; then
+        [ "${ZVERIFY_ZFS_REQUIRED:-0}" = 1 ] && return 2
+        echo "test: no ZFS VM; the zfs-marked tests will skip" >&2
+    fi
+}
+wait_s3() {
+    if ! wait "$s3_build"; then
+        [ "${ZVERIFY_S3_REQUIRED:-0}" = 1 ] && return 2
+        echo "test: no versitygw; the s3-marked tests will skip" >&2
+    fi
+}
 bash scripts/versitygw.sh &
 s3_build=$!
-if ! python3 -m tools.zfsvm build; then
-    [ "${ZVERIFY_ZFS_REQUIRED:-0}" = 1 ] && exit 2
-    echo "test: no ZFS VM; the zfs-marked tests will skip" >&2
-fi
-if ! wait "$s3_build"; then
-    [ "${ZVERIFY_S3_REQUIRED:-0}" = 1 ] && exit 2
-    echo "test: no versitygw; the s3-marked tests will skip" >&2
-fi
 if [ "$#" -gt 0 ] || [ "${ZVERIFY_TEST_SERIAL:-0}" = 1 ]; then
+    build_vm || exit 2
+    wait_s3 || exit 2
     exec python3 -m pytest "$@"
 fi
-# The whole suite: the zfs-marked tests spend their time waiting on the VM's qemu (TCG keeps one
-# core busy), the rest on the host, so the two halves run side by side on the two cores; serial,
-# they took longer than CI's 90 minutes.  The VM half writes to a log, printed when both are done
-# (and its tail also shows on CI's output if the host half fails first).
+# The whole suite in two halves side by side: the zfs-marked tests spend their time waiting on
+# the VM's qemu (TCG keeps a core busy), the rest on the host; serial, they took longer than
+# CI's 90 minutes.  The VM half builds its image first (cold: while the host half already
+# runs); its output goes to a log, printed once both halves are done.
 vm_log=$(mktemp "${TMPDIR:-/tmp}/zverify-vm-tests.XXXXXX")
-python3 -m pytest -m zfs -p no:cacheprovider >"$vm_log" 2>&1 &
-vm_tests=$!
+(build_vm && python3 -m pytest -m zfs -p no:cacheprovider) >"$vm_log" 2>&1 &
+vm_half=$!
 host_rc=0
-python3 -m pytest -m "not zfs" || host_rc=$?
+if wait_s3; then
+    python3 -m pytest -m "not zfs" || host_rc=$?
+else
+    host_rc=2
+fi
 vm_rc=0
-wait "$vm_tests" || vm_rc=$?
-echo "=== the zfs-marked tests (run beside the others; exit $vm_rc) ==="
+wait "$vm_half" || vm_rc=$?
+echo "=== the zfs-marked tests, run beside the others (exit $vm_rc) ==="
 cat "$vm_log"
 rm -f "$vm_log"
 [ "$host_rc" = 0 ] || exit "$host_rc"
