@@ -113,22 +113,20 @@ class _Cursor:
     stated: list[tuple[int, int]] = field(default_factory=list)
     last_start: int = 0
     write_end: int = 0
+    big: bool = False
+    large_blocks: bool = False
+    spill_block: bool = False
+    rec_obj: int = -1
+    rec_fields: ObjectFields | None = None
+
+    def __post_init__(self) -> None:
+        self.big = self.reader.big_endian
+        self.large_blocks = bool(self.reader.begin.features & Feature.LARGE_BLOCKS)
+        self.spill_block = bool(self.reader.begin.flags & BeginFlag.SPILL_BLOCK)
 
     @property
     def name(self) -> str:
         return self.reader.name
-
-    @property
-    def big(self) -> bool:
-        return self.reader.big_endian
-
-    @property
-    def large_blocks(self) -> bool:
-        return bool(self.reader.begin.features & Feature.LARGE_BLOCKS)
-
-    @property
-    def spill_block(self) -> bool:
-        return bool(self.reader.begin.flags & BeginFlag.SPILL_BLOCK)
 
     def where(self, what: str) -> str:
         at = self.rec.offset if self.rec is not None else self.reader.where()
@@ -141,13 +139,22 @@ class _Cursor:
             why = _REFUSED_RECORDS[RecordType(rec.kind)]
             raise Refused(f"{self.name}: byte {rec.offset}: a {kind} record ({why})")
         self.rec = rec
+        self.rec_fields = None
+        if rec is not None:
+            self.rec_obj = record_object(rec, self.big)
+
+    def fields(self) -> ObjectFields:
+        if self.rec_fields is None:
+            assert self.rec is not None
+            self.rec_fields = object_fields(self.rec, self.big)
+        return self.rec_fields
 
     def kind(self) -> int | None:
         return None if self.rec is None else self.rec.kind
 
     def obj(self) -> int:
         assert self.rec is not None
-        return record_object(self.rec, self.big)
+        return self.rec_obj
 
     def settle(self) -> None:
         """Move to the next OBJECT (or END), keeping the FREEOBJECTS ranges passed."""
@@ -194,7 +201,7 @@ class _Cursor:
     def take_object(self) -> ObjectFields:
         """Consume the current OBJECT: its interior slots are freed in this substream."""
         assert self.rec is not None
-        f = object_fields(self.rec, self.big)
+        f = self.fields()
         self.last_obj = f.object
         self.interior = (f.object + 1, f.object + _slots(f))
         self.trunc, self.stated, self.last_start, self.write_end = None, [], 0, 0
@@ -329,7 +336,7 @@ def _life(cursors: list[_Cursor], o: int) -> _Life:
         if not allocates:
             continue
         assert c.rec is not None
-        f = object_fields(c.rec, c.big)
+        f = c.fields()
         if attrs is not None and _maybe_clamped(attrs, f, c):
             raise Refused(
                 c.where(
