@@ -30,25 +30,6 @@ NAME_S3 = "zv%2Ffs@s3.zfsfull"
 NAME_S2 = "zv%2Ffs@s2.zfsfull"
 
 
-def _engine_missing() -> str | None:
-    """Why the chain-state engine cannot run in this checkout (helper A's merge and
-    digest), or None."""
-    from zverify.sendstream.chainstate import merge
-    from zverify.sendstream.digest import state_digest
-    from zverify.sendstream.records import RecordReader
-
-    with open(STREAMS / "full_fs_s1.zstream", "rb") as f:
-        reader = RecordReader(f.read, name="probe")
-        try:
-            state_digest(merge([reader]), reader.big_endian)
-        except NotImplementedError:
-            return "the chain-state engine (chainstate.merge, digest.state_digest) is not here yet"
-    return None
-
-
-needs_engine = pytest.mark.skipif(_engine_missing() is not None, reason=str(_engine_missing()))
-
-
 def archive(tmp_path: Path, *files: str, **renamed: str) -> Path:
     root = tmp_path / "cold"
     root.mkdir(parents=True)
@@ -147,7 +128,6 @@ def test_an_unknown_snapshot_is_refused(tmp_path: Path) -> None:
 # -- consolidating (the engine needed) ----------------------------------------------------------
 
 
-@needs_engine
 @pytest.mark.parametrize("files", [(INC_S1_S2, INC_S2_S3), (PKG_S1_S3,)])
 def test_consolidated_full_is_restorable_alone(tmp_path: Path, files: tuple[str, ...]) -> None:
     """Real 2.1.11 chains: the new NAME@s3.zfsfull is one intact full of @s3's GUID, its
@@ -171,7 +151,6 @@ def test_consolidated_full_is_restorable_alone(tmp_path: Path, files: tuple[str,
     assert reached["s3"] == [NAME_S3]
 
 
-@needs_engine
 def test_digest_is_one_per_route_and_equal_after_consolidating(tmp_path: Path) -> None:
     root = archive(tmp_path, FULL_S1, INC_S1_S2)
     assert run("consolidate", str(root))[0] == 0
@@ -191,7 +170,6 @@ def _tamper_first_write(path: Path) -> None:
     path.write_bytes(resign(bytes(data)))
 
 
-@needs_engine
 def test_a_tampered_incremental_makes_the_routes_disagree(tmp_path: Path) -> None:
     """A full of @s2 consolidated from the good chain, then the incremental tampered (and
     re-signed: `cold check` calls it intact): the two routes to @s2 give two digests, exit 1
@@ -249,7 +227,6 @@ def test_check_digest_that_cannot_be_made_is_not_proven(tmp_path: Path) -> None:
     assert "raw" in done.stdout.lower()
 
 
-@needs_engine
 def test_streamgen_seed_archive_consolidates_to_the_last_snapshot(tmp_path: Path) -> None:
     """The issue's seed layout: setname@0.zfsfull, setname@0-@1.zfsinc, setname@1-@2.zfsinc
     -> setname@2.zfsfull, restorable alone."""
@@ -277,7 +254,6 @@ def test_streamgen_seed_archive_consolidates_to_the_last_snapshot(tmp_path: Path
     assert {r["snapshot"]: r["files"] for r in ds["restorable"]}["2"] == ["setname@2.zfsfull"]
 
 
-@needs_engine
 def test_a_raw_chain_is_refused_in_one_line(tmp_path: Path) -> None:
     root = tmp_path / "cold"
     root.mkdir()
@@ -290,7 +266,6 @@ def test_a_raw_chain_is_refused_in_one_line(tmp_path: Path) -> None:
     assert not list(root.glob("*.partial"))
 
 
-@needs_engine
 @pytest.mark.s3
 def test_a_bucket_archive_consolidates_into_a_directory(tmp_path: Path, s3env: Any) -> None:
     """Sources in a bucket (a real S3 server): each substream of the package streamed from
@@ -309,7 +284,6 @@ def test_a_bucket_archive_consolidates_into_a_directory(tmp_path: Path, s3env: A
     assert digested["routes"][0]["digest"] == doc["full_digest"]
 
 
-@needs_engine
 def test_a_writer_that_changes_content_is_caught_and_nothing_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -344,7 +318,6 @@ def test_a_writer_that_changes_content_is_caught_and_nothing_kept(
     assert render(result, False, False).splitlines()[-1].startswith("DIFFERENT")
 
 
-@needs_engine
 def test_a_compressed_full_gives_the_digest_of_the_plain_one(tmp_path: Path) -> None:
     """`zfs send -c` of @s1 (compressed WRITEs) and plain `zfs send` of @s1, each followed by
     the same incremental to @s2: one digest (-c is how bytes travel, not what they are), and
@@ -363,7 +336,6 @@ def test_a_compressed_full_gives_the_digest_of_the_plain_one(tmp_path: Path) -> 
     assert restorable(packed)[1]["s2"] == [NAME_S2]
 
 
-@needs_engine
 def test_a_writer_that_breaks_the_stream_is_stopped_by_the_scanner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

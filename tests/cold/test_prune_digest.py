@@ -17,10 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify
-from tests.cold.test_consolidate import NAME_S2, _tamper_first_write, needs_engine
+from tests.cold.test_consolidate import NAME_S2, _tamper_first_write
 from tests.cold.test_prune import FIXTURE, NEW_FULL, OLD_FULL, OLD_INC, SHARED_INC, STREAMS
-
-pytestmark = needs_engine
 
 
 def archive(tmp_path: Path, *files: str) -> Path:
