@@ -12,7 +12,6 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.sendstream import streamgen as sg
-from tests.sendstream.mutations import TOGUID_AT
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 OLD_FULL = "zv%2Ffs@s1.zfsfull"
@@ -21,28 +20,31 @@ NEW_FULL = "zv%2Ffs@s2.zfsfull"
 G2 = 8984490087068245054  # zv/fs@s2's GUID
 
 
-def new_full(move_write: bool) -> bytes:
-    """The @s1 full retargeted to @s2, re-signed; move_write: one WRITE before its OBJECT."""
-    d = bytearray((STREAMS / "full_fs_s1.zstream").read_bytes())
-    recs = sg.walk(bytes(d))
-    for r in recs:
-        struct.pack_into("<Q", d, r.offset + TOGUID_AT[r.type], G2)
-    d[56:312] = b"zv/fs@s2".ljust(256, b"\0")
-    parts = [bytes(d[r.offset : r.end]) for r in recs]
-    if move_write:
-        obj = lambda r: struct.unpack_from("<Q", d, r.offset + 8)[0]  # noqa: E731
-        i = next(k for k, r in enumerate(recs) if r.type == sg.WRITE and obj(r) >= 3)
-        j = next(k for k in range(i) if recs[k].type == sg.OBJECT and obj(recs[k]) == obj(recs[i]))
-        parts.insert(j, parts.pop(i))
+def with_a_write_moved(full: bytes) -> bytes:
+    """full with one WRITE moved before its OBJECT (as a buggy sender writes it), re-signed."""
+    recs = sg.walk(full)
+    obj = lambda r: struct.unpack_from("<Q", full, r.offset + 8)[0]  # noqa: E731
+    parts = [full[r.offset : r.end] for r in recs]
+    i = next(k for k, r in enumerate(recs) if r.type == sg.WRITE and obj(r) >= 3)
+    j = next(k for k in range(i) if recs[k].type == sg.OBJECT and obj(recs[k]) == obj(recs[i]))
+    parts.insert(j, parts.pop(i))
     return sg.resign(b"".join(parts))
 
 
 def archive(tmp_path: Path, move_write: bool) -> Path:
+    """The old chain (full @s1, incremental to @s2) and a new full of @s2 holding what the
+    chain restores: consolidated from it, then kept as a plain stream file (no sidecar), as
+    if `zfs send` had written it; move_write: the same bytes out of receive's order."""
     root = tmp_path / "c1"
     root.mkdir()
     shutil.copy(STREAMS / "full_fs_s1.zstream", root / OLD_FULL)
     shutil.copy(STREAMS / "incr_fs_s1_s2.zstream", root / OLD_INC)
-    (root / NEW_FULL).write_bytes(new_full(move_write))
+    made = zverify("cold", "consolidate", str(root))
+    assert made.returncode == 0, made.stdout + made.stderr
+    (root / (NEW_FULL + ".json")).unlink()
+    assert struct.unpack_from("<Q", (root / NEW_FULL).read_bytes(), 40)[0] == G2  # drr_toguid
+    if move_write:
+        (root / NEW_FULL).write_bytes(with_a_write_moved((root / NEW_FULL).read_bytes()))
     return root
 
 
