@@ -53,7 +53,7 @@ from zverify.sendstream.format import RECORD_SIZE, HeaderType, RecordType
 from zverify.sendstream.records import RecordReader, Refused
 from zverify.sendstream.report import StreamReport
 from zverify.sendstream.synthesize import FullSummary, FullWriter, route_features
-from zverify.sendstream.validate import verify_stream
+from zverify.sendstream.validate import seekable, verify_stream
 
 SYNTHETIC = "zverify cold consolidate"
 
@@ -191,7 +191,7 @@ class _Input:
         except OSError as err:
             raise ColdError(f"cannot open {self.name}: {err.strerror or err}") from None
         stack.callback(_finish, store, key, fd)
-        self._fd, self._head, self._seekable = fd, b"", _seekable(fd)
+        self._fd, self._head, self._seekable = fd, b"", seekable(fd)
         kind = compressed.detect_fd(fd) if self._seekable else None
         if not self._seekable:
             self._head = compressed.read_head(fd)
@@ -227,14 +227,6 @@ class _Input:
             data += more
         self._head = data + self._head
         return data
-
-
-def _seekable(fd: int) -> bool:
-    try:
-        os.lseek(fd, 0, os.SEEK_CUR)
-    except OSError:
-        return False
-    return True
 
 
 def _finish(store: Store, key: str, fd: int) -> None:

@@ -134,7 +134,7 @@ def _read(
     stream_progress: bool = False,
 ) -> StreamReport:
     head = b""
-    if decompress and not _seekable(fd):  # a pipe: its first bytes tell, and are handed on
+    if decompress and not seekable(fd):  # a pipe: its first bytes tell, and are handed on
         try:
             head = compressed.read_head(fd)
         except OSError as err:
@@ -155,7 +155,8 @@ def _read(
     return report
 
 
-def _seekable(fd: int) -> bool:
+def seekable(fd: int) -> bool:
+    """Whether fd can seek (a file), not a pipe or socket."""
     try:
         os.lseek(fd, 0, os.SEEK_CUR)
     except OSError:
