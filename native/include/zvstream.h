@@ -128,6 +128,25 @@ enum zv_rule {
                                 (receive_object_range, receive_object) */
     ZV_R_OBJSET_TYPE = 22,   /* BEGIN objset type neither filesystem nor volume
                                 (libzfs zfs_receive_one, dmu_recv_begin_check) */
+    /* The rules below follow the record checks of OpenZFS master, commit 9b7642df
+     * ("Harden recv record validation", after 2.4.4: module/zfs/dmu_recv.c
+     * recv_check_drr_*), run by receive_read_record before a payload is read.  Releases
+     * up to 2.4.4 make none of them in this form (messages.py says so). */
+    ZV_R_WRITE_LSIZE = 23,     /* WRITE logical size < 512 or > 16 MiB */
+    ZV_R_LARGE_BLOCKS = 24,    /* a block over 128 KiB without feature LARGE_BLOCKS */
+    ZV_R_COMPRESSED_SIZE = 25, /* WRITE/SPILL compressed size 0 where needed, set where not,
+                                  or over the logical size */
+    ZV_R_COMPRESS_FEATURE = 26, /* a compressed payload or compression whose feature
+                                   (COMPRESSED, LZ4, ZSTD) the BEGIN does not announce */
+    ZV_R_COMPRESS_TYPE = 27,   /* WRITE/SPILL compression >= ZIO_COMPRESS_FUNCTIONS */
+    ZV_R_WRITE_CHECKSUM = 28,  /* WRITE checksum >= ZIO_CHECKSUM_FUNCTIONS */
+    ZV_R_OBJ_BONUS_PAIR = 29,  /* OBJECT bonus type and length that dnode_allocate refuses */
+    ZV_R_OBJ_LARGE_DNODE = 30, /* OBJECT dn_slots > 1 without feature LARGE_DNODE */
+    ZV_R_OBJ_BONUS_FIT = 31,   /* OBJECT bonus (raw: raw bonus) larger than its dnode holds */
+    ZV_R_OBJ_PAST_MAX = 32,    /* OBJECT object + dn_slots past DN_MAX_OBJECT */
+    ZV_R_SPILL_FIELDS = 33,    /* SPILL type not DMU_OT_IS_VALID */
+    ZV_R_EMBED_SIZES = 34,     /* WRITE_EMBEDDED length/lsize/psize out of their bounds */
+    ZV_R_EMBED_FEATURE = 35,   /* WRITE_EMBEDDED without feature EMBED_DATA */
 };
 
 #define ZV_DECLARED_MAX 4096 /* declared-object ranges kept per substream (zv_stream.c) */

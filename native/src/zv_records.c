@@ -1,7 +1,8 @@
 /*
  * zv_records.c — the record rules of a send stream (zv_records.h): each check below
- * cites the OpenZFS 2.1 code (zfs-2.1.11) whose refusal it follows.  Where that answer
- * depends on the pool (spa_maxblocksize, spa_maxdnodesize), the limit of a pool with
+ * cites the OpenZFS 2.1 code (zfs-2.1.11) whose refusal it follows, or, where it says
+ * "master", the checks OpenZFS master added in commit 9b7642df (recv_check_drr_*, not in a
+ * release up to 2.4.4).  Where that answer depends on the pool (spa_maxblocksize, spa_maxdnodesize), the limit of a pool with
  * every feature enabled is taken, the one a restore into a new pool meets.
  */
 #include <string.h>
@@ -38,6 +39,24 @@
 #define DRR_OBJECT_SPILL (1u << 2)
 #define FEATURE_RESUMING (1u << 20)
 #define FEATURE_RAW (1u << 24)
+#define FEATURE_EMBED_DATA (1u << 16) /* include/sys/zfs_ioctl.h DMU_BACKUP_FEATURE_* */
+#define FEATURE_LZ4 (1u << 17)
+#define FEATURE_LARGE_BLOCKS (1u << 19)
+#define FEATURE_COMPRESSED (1u << 22)
+#define FEATURE_LARGE_DNODE (1u << 23)
+#define FEATURE_ZSTD (1u << 25)
+#define DRR_RAW_BYTESWAP (1u << 1)
+#define SPA_OLD_MAXBLOCKSIZE (128u << 10)
+#define ZIO_COMPRESS_OFF 2        /* sys/zio_compress.h */
+#define ZIO_COMPRESS_LZ4 15       /* ZIO_COMPRESS_LEGACY_FUNCTIONS: older ones need no flag */
+#define ZIO_COMPRESS_ZSTD 16
+#define BPE_PAYLOAD_SIZE 112      /* sys/spa.h: the data an embedded block pointer holds */
+#define DN_MIN_INDBLKSHIFT 12     /* sys/dnode.h */
+#define DN_MAX_INDBLKSHIFT 17
+#define SPA_BLKPTRSHIFT 7
+#define DMU_OT_NONE 0
+#define DMU_OT_SA 44
+#define DMU_OTN_UINT64_METADATA (DMU_OT_NEWTYPE | 0x40 | 3) /* metadata, DMU_BSWAP_UINT64 */
 /* A fat ZAP's blocks are handed out in order (zap.c zap_allocate_blocks) and only its old
  * pointer tables are ever freed, each smaller than the one that replaced it: its highest
  * block is below twice the blocks it holds.  The slack covers the header and the first
@@ -69,6 +88,68 @@ static int refuse(zv_recs *c, zv_rproblem *out, int rule, uint64_t value, uint64
     out->value = value;
     out->object = object;
     return 1;
+}
+
+/* ---- the checks of OpenZFS master 9b7642df (dmu_recv.c recv_check_drr_*) ---- */
+
+/* recv_check_compress_feature: ZSTD needs feature ZSTD, LZ4 (and any newer legacy-range
+ * value) needs LZ4; the older algorithms need no flag. */
+static int compress_feature_ok(const zv_recs *c, unsigned comp)
+{
+    if (comp == ZIO_COMPRESS_ZSTD)
+        return (c->features & FEATURE_ZSTD) != 0;
+    return comp < ZIO_COMPRESS_LZ4 || (c->features & FEATURE_LZ4) != 0;
+}
+
+/* A block of size over 128 KiB (SPA_OLD_MAXBLOCKSIZE) in a stream without LARGE_BLOCKS:
+ * recv_check_drr_object, recv_check_drr_write, recv_check_drr_write_embedded. */
+static int large_block_refused(const zv_recs *c, uint64_t size)
+{
+    return size > SPA_OLD_MAXBLOCKSIZE && !(c->features & FEATURE_LARGE_BLOCKS);
+}
+
+/* deduce_nblkptr (dmu_recv.c): the block pointers a dnode of these slots and bonus gets. */
+static uint64_t deduced_nblkptr(uint32_t bonustype, uint64_t bonuslen, uint64_t slots)
+{
+    if (bonustype == DMU_OT_SA)
+        return 1;
+    uint64_t room = DN_SLOTS_TO_BONUSLEN(slots), used = bonuslen < room ? bonuslen : room;
+    uint64_t n = 1 + ((room - used) >> SPA_BLKPTRSHIFT);
+    return n < DN_MAX_NBLKPTR ? n : DN_MAX_NBLKPTR;
+}
+
+/* recv_check_drr_object (master): the bonus type and length pairs dnode_allocate takes. */
+static int bonus_pair_ok(uint32_t bonustype, uint32_t bonuslen)
+{
+    if (bonuslen != 0)
+        return bonustype != DMU_OT_NONE;
+    return bonustype == DMU_OT_NONE || bonustype == DMU_OT_SA ||
+           bonustype == DMU_OTN_UINT64_METADATA;
+}
+
+/* recv_check_drr_object (master), raw streams: flags, tree shape and the raw bonus
+ * against what the dnode can hold.  @return the rule broken, or 0. */
+static int raw_object_rule(const zv_recs *c, const unsigned char *h, int swap, uint64_t slots,
+                           uint64_t *value)
+{
+    uint32_t bonustype = zv_ld32(h + 20, swap), bonuslen = zv_ld32(h + 28, swap);
+    uint32_t raw_bonuslen = zv_ld32(h + 36, swap);
+    unsigned flags = h[35], indblkshift = h[48], nlevels = h[49], nblkptr = h[50];
+    *value = flags;
+    if ((flags & ~(DRR_OBJECT_SPILL | DRR_RAW_BYTESWAP)) ||
+        (!c->spill_block && (flags & DRR_OBJECT_SPILL)))
+        return ZV_R_OBJ_FLAGS;
+    *value = nlevels;
+    if (raw_bonuslen < bonuslen ||
+        (indblkshift && (indblkshift < DN_MIN_INDBLKSHIFT || indblkshift > DN_MAX_INDBLKSHIFT)) ||
+        nlevels < 1 || nlevels > DN_MAX_LEVELS || nblkptr < 1 ||
+        nblkptr != deduced_nblkptr(bonustype, bonuslen, slots))
+        return ZV_R_OBJ_RAW_FIELDS;
+    uint64_t room = DN_SLOTS_TO_BONUSLEN(slots) - (uint64_t)(nblkptr - 1) * 128;
+    if (flags & DRR_OBJECT_SPILL)
+        room = room < 128 ? 0 : room - 128; /* the spill block pointer takes the tail */
+    *value = raw_bonuslen;
+    return raw_bonuslen > room ? ZV_R_OBJ_BONUS_FIT : 0;
 }
 
 /* ---- the objects declared in a full substream ---- */
@@ -165,6 +246,7 @@ int zv_recs_begin(zv_recs *c, const unsigned char *h, int swap, zv_rproblem *out
     c->objset = zv_ld32(h + 32, swap);
     c->full = zv_ld64(h + 48, swap) == 0 && !(features & FEATURE_RESUMING);
     c->raw = (features & FEATURE_RAW) != 0;
+    c->features = features;
     c->spill_block = (zv_ld32(h + 36, swap) & DRR_FLAG_SPILL_BLOCK) != 0;
     c->reported = c->root = c->objects = 0;
     c->w_obj = c->w_off = c->z_obj = c->z_blocks = 0;
@@ -204,19 +286,28 @@ static int object_fields(zv_recs *c, const unsigned char *h, int swap, zv_rprobl
         return refuse(c, out, ZV_R_OBJ_BONUSLEN, bonuslen, o);
     if (slots > DNODE_MAX_SLOTS)
         return refuse(c, out, ZV_R_OBJ_DNSLOTS, slots, o);
+    /* master (9b7642df) recv_check_drr_object: what follows, up to the raw branch */
+    if (!bonus_pair_ok(bonustype, bonuslen))
+        return refuse(c, out, ZV_R_OBJ_BONUS_PAIR, bonuslen, o);
+    if (slots > 1 && !(c->features & FEATURE_LARGE_DNODE))
+        return refuse(c, out, ZV_R_OBJ_LARGE_DNODE, slots, o);
+    if (large_block_refused(c, blksz))
+        return refuse(c, out, ZV_R_LARGE_BLOCKS, blksz, o);
+    if (o + slots > DN_MAX_OBJECT) /* o < DN_MAX_OBJECT (checked before): no overflow */
+        return refuse(c, out, ZV_R_OBJ_PAST_MAX, o, o);
     if (c->raw) {
         if (o < c->or_first || o - c->or_first >= c->or_num)
             return refuse(c, out, ZV_R_OBJECT_RANGE, o, o);
-        if (raw_bonuslen < bonuslen || indblkshift > SPA_MAXBLOCKSHIFT ||
-            nlevels > DN_MAX_LEVELS || nblkptr > DN_MAX_NBLKPTR ||
-            DN_SLOTS_TO_BONUSLEN(slots) < raw_bonuslen)
-            return refuse(c, out, ZV_R_OBJ_RAW_FIELDS, nlevels, o);
-        return 0;
+        uint64_t value;
+        int rule = raw_object_rule(c, h, swap, slots, &value);
+        return rule ? refuse(c, out, rule, value, o) : 0;
     }
     if ((flags & ~DRR_OBJECT_SPILL) || (!c->spill_block && (flags & DRR_OBJECT_SPILL)))
         return refuse(c, out, ZV_R_OBJ_FLAGS, flags, o);
     if (raw_bonuslen || nblkptr || indblkshift || nlevels)
         return refuse(c, out, ZV_R_OBJ_RAW_FIELDS, nlevels, o);
+    if (bonuslen > DN_SLOTS_TO_BONUSLEN(slots)) /* master: the bonus fits its own dnode */
+        return refuse(c, out, ZV_R_OBJ_BONUS_FIT, bonuslen, o);
     return 0;
 }
 
@@ -277,6 +368,87 @@ static int zap_block(zv_recs *c, uint64_t o, uint64_t off, uint64_t bs, zv_rprob
     return 0;
 }
 
+/* recv_check_drr_write (master 9b7642df): sizes, compression and checksum of a WRITE.
+ * @return the rule broken (with *value), or 0. */
+static int write_rule(const zv_recs *c, const unsigned char *h, int swap, uint64_t *value)
+{
+    uint64_t lsize = zv_ld64(h + 32, swap), csize = zv_ld64(h + 96, swap);
+    unsigned cksum = h[48], comp = h[50];
+    *value = lsize;
+    if (lsize < SPA_MINBLOCKSIZE || lsize > SPA_MAXBLOCKSIZE)
+        return ZV_R_WRITE_LSIZE;
+    if (large_block_refused(c, lsize))
+        return ZV_R_LARGE_BLOCKS;
+    *value = csize;
+    if (comp == 0 || c->raw) { /* DRR_WRITE_COMPRESSED is compressiontype != 0 */
+        if (c->raw ? csize == 0 : csize != 0)
+            return ZV_R_COMPRESSED_SIZE;
+    }
+    if (comp != 0 || c->raw) {
+        *value = comp;
+        if (!c->raw && !(c->features & FEATURE_COMPRESSED))
+            return ZV_R_COMPRESS_FEATURE;
+        if (comp >= ZIO_COMPRESS_FUNCTIONS)
+            return ZV_R_COMPRESS_TYPE;
+        if (!compress_feature_ok(c, comp))
+            return ZV_R_COMPRESS_FEATURE;
+        *value = csize;
+        if (csize == 0 || lsize < csize)
+            return ZV_R_COMPRESSED_SIZE;
+    }
+    *value = cksum;
+    return cksum >= ZIO_CHECKSUM_FUNCTIONS ? ZV_R_WRITE_CHECKSUM : 0;
+}
+
+/* recv_check_drr_write_embedded (master 9b7642df): after the older raw, etype and
+ * compression range checks of data_fields. */
+static int embedded_rule(const zv_recs *c, const unsigned char *h, int swap, uint64_t *value)
+{
+    uint64_t length = zv_ld64(h + 24, swap);
+    uint32_t lsize = zv_ld32(h + 48, swap), psize = zv_ld32(h + 52, swap);
+    unsigned comp = h[40];
+    *value = 0;
+    if (!(c->features & FEATURE_EMBED_DATA))
+        return ZV_R_EMBED_FEATURE;
+    *value = length;
+    if (length > SPA_MAXBLOCKSIZE)
+        return ZV_R_EMBED_SIZES;
+    if (large_block_refused(c, length))
+        return ZV_R_LARGE_BLOCKS;
+    *value = lsize;
+    if (lsize > SPA_MAXBLOCKSIZE || psize > BPE_PAYLOAD_SIZE || lsize > length ||
+        (comp == ZIO_COMPRESS_OFF ? lsize != psize : lsize < psize)) {
+        *value = psize > BPE_PAYLOAD_SIZE ? psize : lsize;
+        return ZV_R_EMBED_SIZES;
+    }
+    *value = comp;
+    return compress_feature_ok(c, comp) ? 0 : ZV_R_COMPRESS_FEATURE;
+}
+
+/* recv_check_drr_spill (master 9b7642df): type, and compressed size against the stream
+ * kind (raw sends the on-disk size, others none) and the logical size. */
+static int spill_rule(const zv_recs *c, const unsigned char *h, int swap, uint64_t *value)
+{
+    uint64_t length = zv_ld64(h + 16, swap), csize = zv_ld64(h + 40, swap);
+    uint32_t type = zv_ld32(h + 84, swap);
+    unsigned comp = h[33];
+    *value = type;
+    if (!ot_valid(type))
+        return ZV_R_SPILL_FIELDS;
+    *value = csize;
+    if (c->raw ? csize == 0 : csize != 0)
+        return ZV_R_COMPRESSED_SIZE;
+    *value = comp;
+    if (csize == 0)
+        return comp != 0 ? ZV_R_COMPRESS_TYPE : 0;
+    if (comp >= ZIO_COMPRESS_FUNCTIONS)
+        return ZV_R_COMPRESS_TYPE;
+    if (!compress_feature_ok(c, comp))
+        return ZV_R_COMPRESS_FEATURE;
+    *value = csize;
+    return length < csize ? ZV_R_COMPRESSED_SIZE : 0;
+}
+
 /* The fields of a data record that do not need its object. */
 static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int swap,
                        zv_rproblem *out)
@@ -293,7 +465,9 @@ static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int sw
             return refuse(c, out, ZV_R_WRITE_ORDER, off, o);
         c->w_obj = o;
         c->w_off = off;
-        return 0;
+        uint64_t value;
+        int rule = write_rule(c, h, swap, &value);
+        return rule ? refuse(c, out, rule, value, o) : 0;
     }
     case ZV_DRR_FREE: { /* receive_free */
         uint64_t off = zv_ld64(h + 16, swap), len = zv_ld64(h + 24, swap);
@@ -308,13 +482,17 @@ static int data_fields(zv_recs *c, const unsigned char *h, uint32_t type, int sw
         if (h[41] >= NUM_BP_EMBEDDED_TYPES || h[40] >= ZIO_COMPRESS_FUNCTIONS || c->raw)
             return refuse(c, out, ZV_R_EMBEDDED, h[41] >= NUM_BP_EMBEDDED_TYPES ? h[41] : h[40],
                           o);
-        return 0;
+        uint64_t value;
+        int rule = embedded_rule(c, h, swap, &value);
+        return rule ? refuse(c, out, rule, value, o) : 0;
     }
     case ZV_DRR_SPILL: { /* receive_spill */
         uint64_t len = zv_ld64(h + 16, swap);
         if (len < SPA_MINBLOCKSIZE || len > SPA_MAXBLOCKSIZE)
             return refuse(c, out, ZV_R_SPILL_LENGTH, len, o);
-        return 0;
+        uint64_t value;
+        int rule = spill_rule(c, h, swap, &value);
+        return rule ? refuse(c, out, rule, value, o) : 0;
     }
     default:
         return 0;
@@ -359,10 +537,21 @@ int zv_recs_record(zv_recs *c, const unsigned char *h, uint32_t type, int swap, 
     }
     case ZV_DRR_OBJECT_RANGE: { /* receive_object_range */
         uint64_t first = zv_ld64(h + 8, swap), n = zv_ld64(h + 16, swap);
-        if (n != DNODES_PER_BLOCK || first % DNODES_PER_BLOCK || !c->raw)
+        /* master recv_check_drr_object_range: nor past DN_MAX_OBJECT (n is 32 then) */
+        if (n != DNODES_PER_BLOCK || first % DNODES_PER_BLOCK || !c->raw ||
+            first > DN_MAX_OBJECT - DNODES_PER_BLOCK)
             return refuse(c, out, ZV_R_OBJECT_RANGE, first, first);
         c->or_first = first;
         c->or_num = n;
+        return 0;
+    }
+    case ZV_DRR_REDACT: { /* master recv_check_drr_free: DRR_REDACT shares its layout */
+        uint64_t o = zv_ld64(h + 8, swap), off = zv_ld64(h + 16, swap);
+        uint64_t len = zv_ld64(h + 24, swap);
+        if (o == 0 || o >= DN_MAX_OBJECT)
+            return refuse(c, out, ZV_R_OBJECT_NUMBER, o, o);
+        if (len != UINT64_MAX && off + len < off)
+            return refuse(c, out, ZV_R_OVERFLOW, off, o);
         return 0;
     }
     case ZV_DRR_WRITE:

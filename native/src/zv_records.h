@@ -51,6 +51,7 @@ typedef struct zv_recs {
     int active;          /* inside a substream (a compound header's records are not checked) */
     int full;            /* fromguid 0 and not a resume: every object is declared in it */
     int raw;             /* feature RAW */
+    uint64_t features;   /* the BEGIN's DMU_BACKUP_FEATURE_* bits */
     int spill_block;     /* BEGIN flag DRR_FLAG_SPILL_BLOCK */
     uint32_t objset;     /* BEGIN drr_type (dmu_objset_type_t) */
     int reported;        /* a problem was returned in this substream (one per substream) */

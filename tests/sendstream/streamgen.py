@@ -138,7 +138,7 @@ class StreamBuilder:
         toguid: int,
         fromguid: int = 0,
         *,
-        features: int = 4,
+        features: int = 0x30004,  # SA_SPILL, EMBED_DATA, LZ4: a plain `zfs send` of 2.1
         flags: int = 0xC,
         hdrtype: int = 1,
         payload: bytes = b"",

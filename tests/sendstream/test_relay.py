@@ -31,7 +31,7 @@ def relay(tmp_path: Path, data: bytes, buffer_hint: str = "") -> tuple[StreamRep
 def big_stream() -> bytes:
     """A full stream with writes larger than the scanner's read buffer."""
     b = StreamBuilder()
-    b.begin("pool/fs@big", 0x4242)
+    b.begin("pool/fs@big", 0x4242, features=0x30004 | 1 << 19)  # LARGE_BLOCKS: 1 MiB writes
     b.object(1, otype=21)  # the master node (a ZAP; the writes are no ZAP's blocks)
     b.object(2)
     for i in range(6):

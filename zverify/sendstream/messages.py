@@ -74,7 +74,8 @@ def zeros_message(ev: _zvcore.StreamEvent) -> str:
 
 
 # The record rules (enum zv_rule in native/include/zvstream.h): what OpenZFS 2.1's receive
-# refuses (module/zfs/dmu_recv.c unless said), in words; {v} is the offending value.
+# refuses (module/zfs/dmu_recv.c unless said), from 23 what master's recv_check_drr_* adds,
+# in words; {v} is the offending value.
 RECORD_RULES: dict[int, str] = {
     1: "names object {v}: no object 0 or past 2^48 exists (dnode_hold_impl)",
     2: "is for object {v}, which no earlier OBJECT record of this full stream declared "
@@ -108,7 +109,32 @@ RECORD_RULES: dict[int, str] = {
     "not in a raw stream (receive_object_range)",
     22: "has objset type {v}: neither filesystem (2) nor volume (3) "
     "(libzfs zfs_receive_one: invalid record type)",
+    23: "has a logical size of {v} bytes: not from 512 bytes to 16 MiB (recv_check_drr_write)",
+    24: "has a block of {v} bytes, over 128 KiB, in a stream without the LARGE_BLOCKS "
+    "feature flag (recv_check_drr_object/write/write_embedded)",
+    25: "has a compressed size of {v} that its stream kind or logical size does not allow "
+    "(none when uncompressed, some when compressed or raw, at most the logical size: "
+    "recv_check_drr_write/spill)",
+    26: "has compression {v}, or a compressed payload, whose feature flag (COMPRESSED, LZ4, "
+    "ZSTD) the BEGIN does not announce (recv_check_compress_feature)",
+    27: "has compression {v}: no such compression function, or one on an uncompressed "
+    "spill block (recv_check_drr_write/spill)",
+    28: "has checksum {v}: no such checksum function (recv_check_drr_write)",
+    29: "has a bonus type and bonus length ({v} bytes) that dnode_allocate does not take "
+    "together (recv_check_drr_object)",
+    30: "has dn_slots {v} in a stream without the LARGE_DNODE feature flag (recv_check_drr_object)",
+    31: "has a bonus buffer of {v} bytes, more than its dnode holds (recv_check_drr_object)",
+    32: "is object {v}, whose dnode slots reach past 2^48 (recv_check_drr_object)",
+    33: "has spill type {v}, which is unknown (recv_check_drr_spill)",
+    34: "has an embedded size of {v}: over 16 MiB, a payload over 112 bytes (BPE_PAYLOAD_SIZE), "
+    "or sizes that do not agree (recv_check_drr_write_embedded)",
+    35: "is in a stream without the EMBED_DATA feature flag (recv_check_drr_write_embedded)",
 }
+
+MASTER_ONLY = range(23, 36)
+"""Rules of the record checks OpenZFS master added in commit 9b7642df ("Harden recv record
+validation", module/zfs/dmu_recv.c recv_check_drr_*), in no release up to 2.4.4: those
+releases read such a record without that check (and may take it, or fail later)."""
 
 
 RECEIVED_THEN_BROKEN = (3, 18, 19, 20)
@@ -122,4 +148,9 @@ def record_message(ev: _zvcore.StreamEvent) -> str:
     what = "BEGIN" if rule == 22 else type_name(ev.rtype)
     where = f" of object {ev.object}" if ev.object and rule not in (1, 2, 3, 20, 21) else ""
     verdict = "not restorable" if rule in RECEIVED_THEN_BROKEN else "zfs receive refuses it"
+    if rule in MASTER_ONLY:
+        verdict = (
+            "OpenZFS master (9b7642df) refuses it; releases up to 2.4.4 do not check this "
+            "and may receive it"
+        )
     return f"{what} record {ev.record}{where} {why}; {verdict}"
