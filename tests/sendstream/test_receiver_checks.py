@@ -136,3 +136,31 @@ def test_every_real_stream_stays_valid(path: Path) -> None:
     done = zverify("stream", "verify", "--json", str(path))
     doc = json.loads(done.stdout)["files"][0]
     assert done.returncode == 0 and doc["valid"] and not doc["problems"], doc["problems"]
+
+
+def dedup_stream() -> bytes:
+    """full_fs_s1 as `zfs send -D` of 0.8 writes it: DEDUP|DEDUPPROPS announced, and the
+    second 16 KiB block of object 36 a WRITE_BYREF to the first (no payload)."""
+    data, recs = _load(FULL)
+    first = _nth(data, recs, sg.WRITE, 36)
+    second = recs[first + 1]
+    head = bytearray(312)
+    toguid = _u64(data, 40)
+    struct.pack_into("<IIQQQQ", head, 0, sg.WRITE_BYREF, 0, 36, 16384, 16384, toguid)
+    struct.pack_into("<QQQ", head, 40, toguid, 36, 0)  # refguid, refobject, refoffset
+    buf = data[: second.offset] + bytes(head) + data[second.offset + 312 + second.payload :]
+    vi = _u64(data, 16)
+    return sg.resign(struct.pack("<Q", vi | 3 << 2).join((buf[:16], buf[24:])))
+
+
+def test_a_deduplicated_stream_is_intact_but_says_it_needs_zstream_redup(tmp_path: Path) -> None:
+    data = dedup_stream()
+    done = run(tmp_path, data, "--json")
+    doc = json.loads(done.stdout)["files"][0]
+    assert done.returncode == 0 and doc["valid"], doc["problems"]
+    assert [w["code"] for w in doc["warnings"]] == ["dedup"], doc["warnings"]
+    assert "zstream redup" in doc["warnings"][0]["message"]
+    text = run(tmp_path, data)
+    assert text.returncode == 0 and "zstream redup" in text.stdout, text.stdout
+    info = zverify("stream", "info", str(tmp_path / "s.zstream"))
+    assert "DEDUP" in info.stdout and "WRITE_BYREF" in info.stdout, info.stdout

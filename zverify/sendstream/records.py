@@ -30,11 +30,11 @@ TOGUID_AT: dict[int, int] = {
     RecordType.WRITE: 40,
     RecordType.FREE: 32,
     RecordType.END: 40,
-    RecordType.WRITE_BYREF: 40,
+    RecordType.WRITE_BYREF: 32,
     RecordType.SPILL: 24,
     RecordType.WRITE_EMBEDDED: 32,
     RecordType.OBJECT_RANGE: 24,
-    RecordType.REDACT: 40,
+    RecordType.REDACT: 32,
 }
 """Byte offset of drr_toguid in each record type's header (zfs_ioctl.h)."""
 

@@ -481,6 +481,16 @@ class _Checker:
         self.state = self.BETWEEN if self.state == self.HEADER else self.DONE
 
     def check_features(self, sub: Substream) -> None:
+        if sub.features & fmt.Feature.DEDUP or sub.counts.get(fmt.RecordType.WRITE_BYREF.name):
+            # OpenZFS 2 dropped dedup receive: libzfs_sendrecv.c zfs_receive_impl ("stream
+            # has deprecated feature: dedup") and zfs_receive_one refuse a stream with
+            # DMU_BACKUP_FEATURE_DEDUP and point at `zstream redup`; cold check's chain
+            # model calls it unsupported (cold/check.py _unsupported)
+            msg = (
+                "a deduplicated stream (zfs send -D, OpenZFS 0.8 or older): intact, but "
+                "OpenZFS 2 receives it only after `zstream redup`"
+            )
+            self.warning(sub.offset, sub.record, msg, "dedup")
         for rtype, feature in fmt.FEATURE_FOR_RECORD.items():
             if sub.counts.get(rtype.name) and not sub.features & feature:
                 msg = f"{rtype.name} records without the {feature.name} feature flag"
