@@ -107,7 +107,7 @@ def refused() -> list[Mutation]:
         Mutation("feature-longname", _set(d, 16, "Q", _u64(d, 16) | (1 << 30)), "", 0),
         # feature bit 30 (versioninfo bit 32): 2.1 reads 30 bits and ignores it, releases
         # from 2.2 read 56 and refuse it; no release defines it
-        Mutation("feature-bit-30", _set(d, 16, "Q", _u64(d, 16) | (1 << 32)), "", 0),
+        Mutation("feature-bit-30", _set(d, 16, "Q", _u64(d, 16) | (1 << 32)), "unknown-feature", 0),
         # received by OpenZFS 2.1.11, then harmful: refused by zverify all the same
         Mutation("objset-volume", _set(d, 32, "I", 3), "receive-rule", master),
         Mutation(

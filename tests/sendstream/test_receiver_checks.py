@@ -164,3 +164,18 @@ def test_a_deduplicated_stream_is_intact_but_says_it_needs_zstream_redup(tmp_pat
     assert text.returncode == 0 and "zstream redup" in text.stdout, text.stdout
     info = zverify("stream", "info", str(tmp_path / "s.zstream"))
     assert "DEDUP" in info.stdout and "WRITE_BYREF" in info.stdout, info.stdout
+
+
+@pytest.mark.parametrize("bit", [30, 40, 55])
+def test_an_unknown_feature_flag_is_not_verified_never_valid_nor_damaged(
+    tmp_path: Path, bit: int
+) -> None:
+    data, _ = _load(FULL)
+    buf = bytearray(data)
+    struct.pack_into("<Q", buf, 16, _u64(data, 16) | 1 << (bit + 2))
+    done = run(tmp_path, sg.resign(buf), "--json")
+    doc = json.loads(done.stdout)["files"][0]
+    assert done.returncode == 2 and not doc["valid"] and not doc["readable"], doc
+    first = doc["problems"][0]
+    assert first["code"] == "unknown-feature" and f"bit{bit}" in first["message"], first
+    assert "not verified" in first["message"] and (first["record"], first["offset"]) == (0, 0)

@@ -177,19 +177,26 @@ def flag_names(flags: int) -> list[str]:
     return [*names, hex(rest)] if rest else names
 
 
+def unknown_feature_problem(versioninfo: int) -> str | None:
+    """Feature flags no OpenZFS release defines (in the 56-bit field releases from 2.2 read:
+    DMU_GET_FEATUREFLAGS; include/sys/zfs_ioctl.h DMU_BACKUP_FEATURE_MASK of master), or
+    None.  Such a stream is not judged (exit 2): its records may follow a format zverify does
+    not know, so neither "valid" nor "damaged" would be proven.  A receive that reads the
+    bits refuses it (DMU_STREAM_SUPPORTED); 2.1 reads 30 bits and ignores the rest."""
+    unknown = (versioninfo >> 2) & ~KNOWN_FEATURES
+    if not unknown:
+        return None
+    bits = ", ".join(f"bit{i}" for i in range(62) if unknown >> i & 1)
+    return (
+        f"feature flags {bits}: no OpenZFS release zverify knows defines them (a newer "
+        "sender?); what its records mean is not known, so the stream is not verified"
+    )
+
+
 def feature_problem(versioninfo: int) -> str | None:
-    """Why OpenZFS 2.1 refuses a stream for its feature flags, or None.  Flags no release
-    defines (in the 56-bit field newer releases read: DMU_GET_FEATUREFLAGS) are refused by
-    every release that reads them; 2.1 reads 30 bits and ignores the rest, which zverify
-    refuses too (a rule may refuse more than the receiver, never less)."""
+    """Why OpenZFS 2.1 refuses a stream for the known feature flags it sets, or None
+    (unknown ones: unknown_feature_problem)."""
     features = versioninfo >> 2
-    unknown = features & ~KNOWN_FEATURES
-    if unknown:
-        bits = ", ".join(f"bit{i}" for i in range(62) if unknown >> i & 1)
-        return (
-            f"feature flags {bits}: no OpenZFS release defines them, and receive refuses "
-            "what it does not know (DMU_STREAM_SUPPORTED)"
-        )
     newer = [(f, v) for f, v in RECEIVED_SINCE.items() if features & f.value]
     if newer:
         names = ", ".join(f"{f.name} (OpenZFS {v} or later)" for f, v in newer)

@@ -377,6 +377,10 @@ class _Checker:
         if why:
             msg = f"BEGIN toname {begin.toname[:80]!r} {why}; zfs receive refuses it"
             self.problem(ev.offset, ev.record, msg, "receive-rule")
+        why = fmt.unknown_feature_problem(versioninfo)
+        if why:
+            self.report.readable = False  # not verified (exit 2): never valid, never damaged
+            self.problem(ev.offset, ev.record, f"BEGIN {why}", "unknown-feature")
         why = fmt.feature_problem(versioninfo)
         if why:
             self.problem(ev.offset, ev.record, f"BEGIN {why}", "unsupported-feature")
