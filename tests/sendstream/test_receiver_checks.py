@@ -179,3 +179,18 @@ def test_an_unknown_feature_flag_is_not_verified_never_valid_nor_damaged(
     first = doc["problems"][0]
     assert first["code"] == "unknown-feature" and f"bit{bit}" in first["message"], first
     assert "not verified" in first["message"] and (first["record"], first["offset"]) == (0, 0)
+
+
+@pytest.mark.parametrize("fixture", [FULL, "resumed_fs_s1"])
+def test_a_saved_stream_without_end_is_judged_an_incomplete_receive(
+    tmp_path: Path, fixture: str
+) -> None:
+    # `zfs send --saved` omits the END (dmu_send.c): every record intact, no snapshot
+    data, recs = _load(fixture)
+    assert recs[-1].type == sg.END
+    done = run(tmp_path, data[: recs[-1].offset], "--json")
+    doc = json.loads(done.stdout)["files"][0]
+    assert done.returncode == 1 and doc["readable"] and not doc["valid"], doc
+    first = doc["problems"][0]
+    assert first["code"] == "truncated" and "--saved" in first["message"], first
+    assert (first["offset"], first["record"]) == (recs[-1].offset, len(recs) - 1), first

@@ -509,7 +509,14 @@ class _Checker:
             return
         if self.state == self.SUB:
             index, name = self.open
-            msg = f"truncated: substream {index} ({name}) has no END"
+            # Input that ends at a record boundary: a truncation, or what `zfs send --saved`
+            # writes (dmu_send.c dmu_send_impl omits the END of a saved stream so that the
+            # receiver keeps it as an interrupted, resumable receive): no snapshot either way
+            msg = (
+                f"truncated: substream {index} ({name}) has no END (cut at a record "
+                "boundary, or a `zfs send --saved` partial: received, it is an interrupted "
+                "receive, not a snapshot)"
+            )
         elif self.state in (self.HEADER, self.BETWEEN):
             msg = "truncated: package has no final END"
         else:
