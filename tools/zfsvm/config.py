@@ -40,6 +40,39 @@ KERNEL_PACKAGES = (
 )
 ZFS_PACKAGES = "zfs-dkms"
 
+# The OpenZFS releases the harness builds an image for, each named by the Debian suite its
+# packages come from: Debian 12's own 2.1.11, and 2.3.x from bookworm-backports (what Proxmox
+# VE 8 and TrueNAS SCALE users run is 2.2/2.3).  Both images share the bookworm kernel, so a
+# difference between them is OpenZFS's, not Linux's.  A backports release upgrades the
+# userland (zfsutils-linux, pyzfs) together with the module: a 2.1 `zfs` driving a 2.3 module
+# would answer as neither.
+DEFAULT_RELEASE = "2.1"
+RELEASES = {"2.1": "", "2.3": "bookworm-backports"}
+BACKPORTS_PACKAGES = "zfs-dkms zfsutils-linux python3-pyzfs"
+
+
+def release_suite(release: str) -> str:
+    """The suite the release's ZFS packages come from ('' = the base suite)."""
+    if release not in RELEASES:
+        known = ", ".join(RELEASES)
+        raise ValueError(f"unknown OpenZFS release {release!r} (the harness builds {known})")
+    return RELEASES[release]
+
+
+def zfs_packages(release: str) -> str:
+    return BACKPORTS_PACKAGES if release_suite(release) else ZFS_PACKAGES
+
+
+def releases_wanted() -> tuple[str, ...]:
+    """``$ZVERIFY_VM_RELEASES`` (comma-separated), default every release: what `build` makes
+    and what the tests that name a release may boot."""
+    raw = os.environ.get("ZVERIFY_VM_RELEASES", ",".join(RELEASES))
+    wanted = tuple(r.strip() for r in raw.split(",") if r.strip())
+    for release in wanted:
+        release_suite(release)
+    return wanted
+
+
 # What zverify needs at run time in the guest, installed on the host with
 # pip --target and shared read-only (guest and host are both CPython 3.11).
 # zverify.cli imports click itself, and typer >= 0.2x no longer pulls it in.
@@ -79,17 +112,20 @@ def _digest(parts: list[bytes]) -> str:
     return h.hexdigest()[:16]
 
 
-def image_key() -> str:
-    """Hash of the build script, the init wrapper, the package lists and the suite."""
+def image_key(release: str = DEFAULT_RELEASE) -> str:
+    """Hash of the build script, the init wrapper, the package lists and the suites."""
     text = [BUILD_SCRIPT.read_bytes(), INIT_SCRIPT.read_bytes()]
-    pkgs = [BASE_PACKAGES, KERNEL_PACKAGES, ZFS_PACKAGES, SUITE]
+    pkgs = [BASE_PACKAGES, KERNEL_PACKAGES, zfs_packages(release), SUITE, release_suite(release)]
     return _digest(text + [p.encode() for p in pkgs])
 
 
-def image_dir() -> Path:
-    """The image for the current recipe, or ``$ZVERIFY_VM_IMAGE`` (a built image dir) if set."""
+def image_dir(release: str = DEFAULT_RELEASE) -> Path:
+    """The image for the release's current recipe, or ``$ZVERIFY_VM_IMAGE`` (a built image
+    dir; default release only) if set."""
     override = os.environ.get("ZVERIFY_VM_IMAGE")
-    return Path(override) if override else cache_root() / image_key()
+    if override and release == DEFAULT_RELEASE:
+        return Path(override)
+    return cache_root() / image_key(release)
 
 
 def pydeps_dir() -> Path:

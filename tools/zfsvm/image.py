@@ -8,6 +8,7 @@ so a crashed or concurrent build never leaves a half image that looks usable.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +36,11 @@ def log(msg: str) -> None:
 def is_built(path: Path | None = None) -> bool:
     path = path or config.image_dir()
     return all((path / name).is_file() for name in IMAGE_FILES)
+
+
+def openzfs_version(path: Path) -> str:
+    """The zfsutils-linux package version a built image holds (its image.json)."""
+    return str(json.loads((path / "image.json").read_text()).get("zfs", "unknown"))
 
 
 def missing_tools(names) -> list[str]:
@@ -78,30 +84,32 @@ def require_mirror(url: str) -> None:
 
 
 @contextmanager
-def build_lock():
-    """Exclusive lock on the cache, so two sessions never build the same image at once."""
+def build_lock(what: str = ""):
+    """Exclusive lock on one thing in the cache, so two sessions never build it at once; one
+    lock per image, so that waiting for one release never waits for another's build."""
     root = config.cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as fh:
+    with open(root / f".lock{what and '-' + what}", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
 
-def _script_env(workdir: Path) -> dict[str, str]:
+def _script_env(release: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         ZV_SUITE=config.SUITE,
         ZV_MIRROR=config.mirror(),
         ZV_BASE_PACKAGES=config.BASE_PACKAGES,
         ZV_KERNEL_PACKAGES=config.KERNEL_PACKAGES,
-        ZV_ZFS_PACKAGES=config.ZFS_PACKAGES,
+        ZV_ZFS_PACKAGES=config.zfs_packages(release),
+        ZV_ZFS_SUITE=config.release_suite(release),
         ZV_INIT=str(config.INIT_SCRIPT),
         DEBIAN_FRONTEND="noninteractive",
     )
     return env
 
 
-def _run_build_script(workdir: Path, outdir: Path) -> None:
+def _run_build_script(workdir: Path, outdir: Path, release: str) -> None:
     """Run the build script; progress lines go to stderr, everything to build.log."""
     logpath = workdir / "build.log"
     cmd = ["bash", str(config.BUILD_SCRIPT), str(workdir), str(outdir)]
@@ -111,7 +119,7 @@ def _run_build_script(workdir: Path, outdir: Path) -> None:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=_script_env(workdir),
+            env=_script_env(release),
             text=True,
             errors="replace",
         )
@@ -125,9 +133,9 @@ def _run_build_script(workdir: Path, outdir: Path) -> None:
         raise HarnessError(f"image build failed (exit {rc}); last lines of {logpath}:\n{tail}")
 
 
-def build_image(force: bool = False) -> Path:
-    """Build the image unless a complete one is cached; return its directory."""
-    final = config.image_dir()
+def build_image(release: str = config.DEFAULT_RELEASE, force: bool = False) -> Path:
+    """Build the release's image unless a complete one is cached; return its directory."""
+    final = config.image_dir(release)
     if is_built(final) and not force:
         log(f"image cached: {final}")
         return final
@@ -135,21 +143,21 @@ def build_image(force: bool = False) -> Path:
     require_tools(HOST_TOOLS)
     require_free_space(config.cache_root())
     require_mirror(config.mirror())
-    with build_lock():
+    with build_lock(final.name):
         if is_built(final) and not force:
             return final
-        return _build_locked(final)
+        return _build_locked(final, release)
 
 
-def _build_locked(final: Path) -> Path:
+def _build_locked(final: Path, release: str) -> Path:
     work = final.with_name(final.name + ".build")
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     out = work / "out"
     start = time.monotonic()
-    log(f"building VM image {final.name} in {work} (takes 8-15 min on 2 cores)")
-    _run_build_script(work, out)
+    log(f"building the OpenZFS {release} VM image {final.name} in {work} (8-15 min on 2 cores)")
+    _run_build_script(work, out, release)
     shutil.copy2(work / "build.log", out / "build.log")
     if final.exists():
         shutil.rmtree(final)

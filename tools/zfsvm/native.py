@@ -34,6 +34,10 @@ class NativeZfsHost:
         self.exchange_guest = str(self.exchange_host)
         self.python = (sys.executable,)
         self.repo = str(config.REPO_ROOT)
+        # the host's own OpenZFS, as `zfs version` names it (the VM's says which image)
+        found = self.run(["zfs", "version"]).stdout.split()
+        self.openzfs = found[0].removeprefix("zfs-") if found else "unknown"
+        self.release = ".".join(self.openzfs.split(".")[:2])
 
     def run(
         self,

@@ -139,6 +139,8 @@ class ZfsVM:
     def __init__(self, proc, channel, rundir: Path, accel: str, scratch_count: int):
         self.proc, self.channel, self.rundir, self.accel = proc, channel, rundir, accel
         self.detail = accel
+        self.release = config.DEFAULT_RELEASE
+        self.openzfs = ""  # the package version inside, e.g. 2.3.2-2~bpo12+2
         self.scratch_devices = [f"/dev/vd{chr(ord('b') + i)}" for i in range(scratch_count)]
         self.exchange_host = rundir / "ctl" / "x"
         self.exchange_guest = f"{GUEST_ROOT}/ctl/x"
@@ -147,12 +149,18 @@ class ZfsVM:
 
     # -- boot -------------------------------------------------------------------------------
     @classmethod
-    def boot(cls, scratch_disks: int = 2, scratch_gib: int = 4, memory_mib: int = 2048) -> ZfsVM:
-        imgdir = config.image_dir()
+    def boot(
+        cls,
+        scratch_disks: int = 2,
+        scratch_gib: int = 4,
+        memory_mib: int = 2048,
+        release: str = config.DEFAULT_RELEASE,
+    ) -> ZfsVM:
+        imgdir = config.image_dir(release)
         if not image.is_built(imgdir):
             raise HarnessError(
-                f"VM image not built ({imgdir}): run `python -m tools.zfsvm build` "
-                "as root (8-15 min once, then cached)"
+                f"OpenZFS {release} VM image not built ({imgdir}): run `python -m tools.zfsvm"
+                f" build --release {release}` as root (8-15 min once, then cached)"
             )
         image.require_tools(["qemu-system-x86_64"])
         warn_missing_extension()
@@ -204,6 +212,9 @@ class ZfsVM:
             channel = _Channel.open(spec.socket, proc, deadline)
             _wait_hello(channel, deadline, spec.console_log)
             vm = cls(proc, channel, spec.console_log.parent, accel, scratch_count)
+            vm.openzfs = image.openzfs_version(spec.image)
+            vm.release = ".".join(vm.openzfs.split(".")[:2])
+            vm.detail = f"{accel}, OpenZFS {vm.openzfs}"
         except BaseException:  # not only HarnessError: no failure may leave qemu running
             _kill(proc)
             if channel is not None:

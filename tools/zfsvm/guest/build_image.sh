@@ -5,6 +5,7 @@
 # Usage: build_image.sh WORKDIR OUTDIR
 # Environment (set by tests/zfsvm/image.py, which also hashes this file):
 #   ZV_SUITE ZV_MIRROR ZV_BASE_PACKAGES ZV_KERNEL_PACKAGES ZV_ZFS_PACKAGES ZV_INIT
+#   ZV_ZFS_SUITE: the suite ZV_ZFS_PACKAGES come from (e.g. bookworm-backports), or empty
 # WORKDIR holds the debootstrap tree (deleted at the end); OUTDIR receives
 # rootfs.img, vmlinuz, initrd.img and image.json. Needs root.
 set -euo pipefail
@@ -52,6 +53,9 @@ prepare_chroot() {
     printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
     chmod 755 "$ROOT/usr/sbin/policy-rc.d"
     printf 'deb %s %s main contrib\n' "$ZV_MIRROR" "$ZV_SUITE" >"$ROOT/etc/apt/sources.list"
+    if [ -n "${ZV_ZFS_SUITE:-}" ]; then
+        printf 'deb %s %s main contrib\n' "$ZV_MIRROR" "$ZV_ZFS_SUITE" >>"$ROOT/etc/apt/sources.list"
+    fi
     cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
     mount -t proc proc "$ROOT/proc"
     mount -t sysfs sys "$ROOT/sys"
@@ -70,9 +74,11 @@ guest_kernel() { ls "$ROOT/lib/modules" | sort -V | tail -n 1; }
 
 # zfs-dkms builds in its postinst only for the kernel it thinks is running
 # (the host's), so build for the guest kernel explicitly when it is missing.
+# From another suite (-t), the userland the kernel step put in is upgraded with the module.
 install_zfs_module() {
     # shellcheck disable=SC2086
-    in_root $APT install $ZV_ZFS_PACKAGES
+    in_root $APT install ${ZV_ZFS_SUITE:+-t "$ZV_ZFS_SUITE"} $ZV_ZFS_PACKAGES
+    check_zfs_versions
     local kver zver
     kver=$(guest_kernel)
     zver=$(in_root dpkg-query -W -f '${Version}' zfs-dkms | sed 's/-.*//')
@@ -83,6 +89,14 @@ install_zfs_module() {
     find "$ROOT/lib/modules/$kver" -name 'zfs.ko*' | grep -q . \
         || { log "ERROR: no zfs.ko for guest kernel $kver after dkms"; return 1; }
     in_root depmod "$kver"
+}
+
+# Module and userland must be one release: a mismatch would answer as neither.
+check_zfs_versions() {
+    local dkms utils
+    dkms=$(in_root dpkg-query -W -f '${Version}' zfs-dkms)
+    utils=$(in_root dpkg-query -W -f '${Version}' zfsutils-linux)
+    [ "$dkms" = "$utils" ] || { log "ERROR: zfs-dkms $dkms but zfsutils-linux $utils"; return 1; }
 }
 
 configure_guest() {
