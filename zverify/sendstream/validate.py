@@ -241,6 +241,7 @@ class _Checker:
         self.open = (0, "")  # (index, toname) of the substream being read, listed or not
         self.rules: PackageRules | None = None  # a package's, from its compound BEGIN
         self.final_end: tuple[int, int] | None = None  # (offset, record) of a package's last END
+        self.unknown_feature = False  # a BEGIN set feature flags no release defines
 
     # -- reporting -------------------------------------------------------------------
     def problem(self, offset: int, record: int, message: str, code: str, span: Any = None) -> None:
@@ -379,7 +380,7 @@ class _Checker:
             self.problem(ev.offset, ev.record, msg, "receive-rule")
         why = fmt.unknown_feature_problem(versioninfo)
         if why:
-            self.report.readable = False  # not verified (exit 2): never valid, never damaged
+            self.unknown_feature = True  # not verified (exit 2) unless damage is proven: finish
             self.problem(ev.offset, ev.record, f"BEGIN {why}", "unknown-feature")
         why = fmt.feature_problem(versioninfo)
         if why:
@@ -524,6 +525,12 @@ class _Checker:
         self.problem(ev.offset, ev.record, msg, "truncated")
 
     def finish(self) -> None:
+        unproven = {"unknown-feature", "receive-rule", "unsupported-feature"}
+        if self.unknown_feature and all(p.code in unproven for p in self.report.problems):
+            # a format zverify does not know: neither valid nor damaged is proven (exit 2),
+            # nor are the record rules; damage the bytes prove (a checksum, the framing)
+            # stands whatever the flags say (they may be the damaged bits)
+            self.report.readable = False
         # A package cut short is already damaged; what else is missing would be noise, and
         # so it would be when substreams went unlisted (the report is not valid then).
         rules, end = self.rules, self.final_end
