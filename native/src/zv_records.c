@@ -2,8 +2,9 @@
  * zv_records.c — the record rules of a send stream (zv_records.h): each check below
  * cites the OpenZFS 2.1 code (zfs-2.1.11) whose refusal it follows, or, where it says
  * "master", the checks OpenZFS master added in commit 9b7642df (recv_check_drr_*, not in a
- * release up to 2.4.4).  Where that answer depends on the pool (spa_maxblocksize, spa_maxdnodesize), the limit of a pool with
- * every feature enabled is taken, the one a restore into a new pool meets.
+ * release up to 2.4.4).  Where that answer depends on the pool (spa_maxblocksize,
+ * spa_maxdnodesize), the limit of a pool with every feature enabled is taken, the one a
+ * restore into a new pool meets.
  */
 #include <string.h>
 
@@ -396,8 +397,8 @@ static int write_rule(const zv_recs *c, const unsigned char *h, int swap, uint64
         if (csize == 0 || lsize < csize)
             return ZV_R_COMPRESSED_SIZE;
     }
-    *value = cksum;
-    return cksum >= ZIO_CHECKSUM_FUNCTIONS ? ZV_R_WRITE_CHECKSUM : 0;
+    *value = cksum; /* master's count: BLAKE3 (14) is a function there (2.2 and later) */
+    return cksum >= ZIO_CHECKSUM_FUNCTIONS + 1 ? ZV_R_WRITE_CHECKSUM : 0;
 }
 
 /* recv_check_drr_write_embedded (master 9b7642df): after the older raw, etype and

@@ -194,3 +194,17 @@ def test_a_saved_stream_without_end_is_judged_an_incomplete_receive(
     first = doc["problems"][0]
     assert first["code"] == "truncated" and "--saved" in first["message"], first
     assert (first["offset"], first["record"]) == (recs[-1].offset, len(recs) - 1), first
+
+
+def test_a_blake3_object_is_a_newer_release_s_stream_not_damage(tmp_path: Path) -> None:
+    # checksum 14 is BLAKE3 from 2.2 (zio.h); 2.1's receive_object refuses it (>= 14 functions)
+    data, recs = _load(FULL)
+    index = _nth(data, recs, sg.OBJECT, 3)
+    buf = bytearray(data)
+    buf[recs[index].offset + 32] = 14
+    done = run(tmp_path, sg.resign(buf), "--json")
+    doc = json.loads(done.stdout)["files"][0]
+    assert done.returncode == 1 and not doc["valid"], doc
+    first = doc["problems"][0]
+    assert first["code"] == "unsupported-feature" and first["record"] == index, first
+    assert "BLAKE3" in first["message"] and "2.2 or later" in first["message"], first

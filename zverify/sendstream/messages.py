@@ -48,7 +48,8 @@ def scanner_message(ev: _zvcore.StreamEvent) -> tuple[str, str]:
     if ev.code == _zvcore.SP_ZEROS:
         return "bad-record", zeros_message(ev)
     if ev.code == _zvcore.SP_RECORD:
-        return "receive-rule", record_message(ev)
+        code = "unsupported-feature" if newer_checksum(ev) else "receive-rule"
+        return code, record_message(ev)
     if ev.code == _zvcore.SP_TOGUID:
         return "guid", f"{what} record's toguid {d[0]} is not its BEGIN's ({d[1]})"
     if ev.code == _zvcore.SP_IO:
@@ -141,6 +142,17 @@ RECEIVED_THEN_BROKEN = (3, 18, 19, 20)
 """Rules of what OpenZFS receives and then cannot use (or, 3, what was not proven)."""
 
 
+BLAKE3 = 14
+"""ZIO_CHECKSUM_BLAKE3 (include/sys/zio.h of 2.2 and later; 2.1 has 14 functions, 0..13)."""
+
+
+def newer_checksum(ev: _zvcore.StreamEvent) -> bool:
+    """An OBJECT or WRITE checksum that OpenZFS 2.1 refuses and 2.2 or later knows (BLAKE3):
+    intact bytes a newer release receives, not damage (the code says so: cold check calls
+    it unreceivable, not damaged)."""
+    return tuple(ev.detail) == (9, BLAKE3)
+
+
 def record_message(ev: _zvcore.StreamEvent) -> str:
     """One line for a record the receive rules refuse: which record, and why."""
     rule, value = ev.detail
@@ -153,4 +165,7 @@ def record_message(ev: _zvcore.StreamEvent) -> str:
             "OpenZFS master (9b7642df) refuses it; releases up to 2.4.4 do not check this "
             "and may receive it"
         )
+    if newer_checksum(ev):
+        why = "has checksum 14 (BLAKE3), which OpenZFS 2.2 or later receives"
+        verdict = "OpenZFS 2.1, whose receive zverify checks against, refuses it"
     return f"{what} record {ev.record}{where} {why}; {verdict}"
