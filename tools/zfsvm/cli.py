@@ -63,6 +63,13 @@ def cmd_fixtures(args) -> int:
     return 0
 
 
+def cmd_corpus(args) -> int:
+    from tools.zfsvm.corpus import generate
+
+    generate(args.release, args.out)
+    return 0
+
+
 def _release_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--release",
@@ -100,6 +107,10 @@ def parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fixtures", help="regenerate tests/data/streams in the VM")
     f.add_argument("--out", default=str(config.REPO_ROOT / "tests" / "data" / "streams"))
     f.set_defaults(func=cmd_fixtures)
+    c = sub.add_parser("corpus", help="regenerate tests/data/corpus/<release>.tar.xz in the VM")
+    _release_option(c)
+    c.add_argument("--out", default=None, help="default: tests/data/corpus/<release>.tar.xz")
+    c.set_defaults(func=cmd_corpus)
     return p
 
 
