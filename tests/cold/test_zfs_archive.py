@@ -20,10 +20,11 @@ SNAPS = [f"s{i}" for i in range(10)]
 
 
 @pytest.fixture(scope="module")
-def seed(zfs_host, zfs_module_pool, zverify_in_zfs_host):
-    """The seed archive of `mtank/seed set/a b` (spaces and slashes), built once."""
-    host, zverify = zfs_host, zverify_in_zfs_host
-    ds = zfs_module_pool.dataset("seed set/a b")
+def seed(zfs_release_host, zfs_release_pool, zverify_in_release_host):
+    """The seed archive of `rtank/seed set/a b` (spaces and slashes), built once per OpenZFS
+    release: the tests that take it run on each."""
+    host, zverify = zfs_release_host, zverify_in_release_host
+    ds = zfs_release_pool.dataset("seed set/a b")
     for snap in SNAPS:
         snap_with_data(host, ds, snap, size_kib=48)
     cold = "/root/seed"
@@ -72,8 +73,11 @@ def problem_kinds(doc) -> dict[str, set[str]]:
     return found
 
 
-def test_seed_scenario_archives_checks_and_restores_all_ten(zfs_host, zverify_in_zfs_host, seed):
-    host, zverify = zfs_host, zverify_in_zfs_host
+@pytest.mark.release_sample
+def test_seed_scenario_archives_checks_and_restores_all_ten(
+    zfs_release_host, zverify_in_release_host, seed
+):
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, cold, guids, files = seed
     listing = host.run(["ls", cold], check=True).stdout.split("\n")
     assert sorted(n for n in listing if n and not n.endswith(".json")) == sorted(files.values())
@@ -96,8 +100,10 @@ def test_seed_scenario_archives_checks_and_restores_all_ten(zfs_host, zverify_in
         assert_same_snapshot(host, zverify, ds, target, snap)
 
 
-def test_a_missing_middle_incremental_stops_what_is_restorable(zfs_host, zverify_in_zfs_host, seed):
-    host, zverify = zfs_host, zverify_in_zfs_host
+def test_a_missing_middle_incremental_stops_what_is_restorable(
+    zfs_release_host, zverify_in_release_host, seed
+):
+    host, zverify = zfs_release_host, zverify_in_release_host
     _, cold, _, files = seed
     arch = copy_of(host, cold, "gap")
     host.run(["rm", f"{arch}/{files['i12']}"], check=True)
@@ -108,9 +114,9 @@ def test_a_missing_middle_incremental_stops_what_is_restorable(zfs_host, zverify
 
 
 def test_a_flipped_payload_byte_is_reported_with_offset_and_never_restored(
-    zfs_host, zverify_in_zfs_host, seed
+    zfs_release_host, zverify_in_release_host, seed
 ):
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, cold, _, files = seed
     arch = copy_of(host, cold, "flipped")
     at = flip_byte(host, f"{arch}/{files['I29']}", -20000)  # inside the last WRITE payloads
@@ -128,8 +134,8 @@ def test_a_flipped_payload_byte_is_reported_with_offset_and_never_restored(
     assert host.run(["zfs", "list", target]).returncode != 0  # nothing was received
 
 
-def test_truncated_renamed_and_lying_files(zfs_host, zverify_in_zfs_host, seed):
-    host, zverify = zfs_host, zverify_in_zfs_host
+def test_truncated_renamed_and_lying_files(zfs_release_host, zverify_in_release_host, seed):
+    host, zverify = zfs_release_host, zverify_in_release_host
     _, cold, _, files = seed
     arch = copy_of(host, cold, "mixed")
     host.run(["truncate", "-s", "-1000", f"{arch}/{files['I29']}"], check=True)
@@ -195,11 +201,11 @@ def test_a_send_into_a_full_filesystem_leaves_the_archive_intact(
 
 
 def test_the_relay_keeps_a_record_changed_after_checking_from_the_kernel(
-    zfs_host, zverify_in_zfs_host, seed
+    zfs_release_host, zverify_in_release_host, seed
 ):
     """A file damaged between the check and its receive: receive_file stops at the bad
     record and kills the receive; the kernel applied nothing (no dataset appears)."""
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, cold, _, files = seed
     arch = copy_of(host, cold, "relay")
     flip_byte(host, f"{arch}/{files['full']}", -3000)
@@ -217,9 +223,9 @@ def test_the_relay_keeps_a_record_changed_after_checking_from_the_kernel(
 
 
 def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
-    zfs_host, zverify_in_zfs_host, seed
+    zfs_release_host, zverify_in_release_host, seed
 ):
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, cold, _, files = seed
     arch = copy_of(host, cold, "prune")
     snap_with_data(host, ds, "s10", size_kib=48)
@@ -256,11 +262,13 @@ def test_prune_keeps_the_new_full_and_refuses_when_it_is_damaged(
     assert guid(host, f"{target}@s10") == guid(host, f"{ds.name}@s10")
 
 
-@pytest.mark.parametrize("kind", ["raw", "compressed"])
+@pytest.mark.parametrize(
+    "kind", [pytest.param("raw", marks=pytest.mark.release_sample), "compressed"]
+)
 def test_encrypted_raw_and_compressed_sends_restore_by_guid(
-    zfs_host, zfs_pool, zverify_in_zfs_host, kind
+    zfs_release_host, zfs_release_tank, zverify_in_release_host, kind
 ):
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify, zfs_pool = zfs_release_host, zverify_in_release_host, zfs_release_tank
     if kind == "raw":
         ds = zfs_pool.dataset("secret", encrypted=True)
     else:
@@ -275,7 +283,9 @@ def test_encrypted_raw_and_compressed_sends_restore_by_guid(
     zv(host, zverify, "cold", "send", "--no-progress", flag, ds.name, cold)
     zv(host, zverify, "cold", "check", cold)
     target = f"{zfs_pool.name}/{kind}-back"
-    zv(host, zverify, "cold", "restore", "--no-progress", cold, target)
+    doc = zv(host, zverify, "cold", "restore", "--no-progress", "--json", cold, target)
+    # the document names the OpenZFS that received: this VM's userland and module
+    assert [f"zfs-{host.openzfs}", f"zfs-kmod-{host.openzfs}"] == doc["openzfs"], doc["openzfs"]
     for snap in ("c0", "c1"):
         assert guid(host, f"{target}@{snap}") == guid(host, f"{ds.name}@{snap}")
     if kind == "raw":  # still encrypted, with no key loaded: received raw

@@ -27,11 +27,12 @@ def sh(host, script: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def setname(zfs_host, zfs_module_pool):
-    """`mtank/setname` (with a child, for -R) and snapshots @0..@10 of both, made with -r."""
-    host = zfs_host
-    ds = zfs_module_pool.dataset("setname")
-    zfs_module_pool.dataset("setname/child")
+def setname(zfs_release_host, zfs_release_pool):
+    """`rtank/setname` (with a child, for -R) and snapshots @0..@10 of both, made with -r,
+    once per OpenZFS release: the tests that take it run on each."""
+    host = zfs_release_host
+    ds = zfs_release_pool.dataset("setname")
+    zfs_release_pool.dataset("setname/child")
     for snap in SNAPS:
         host.run(["sh", "-c", f"head -c 40K /dev/urandom > '{ds.mountpoint}/{snap}.bin'"])
         host.run(["zfs", "snapshot", "-r", f"{ds.name}@{snap}"], check=True)
@@ -52,10 +53,11 @@ def problems(doc) -> set[tuple[str, str]]:
     return found | {(p["file"], p["kind"]) for p in doc.get("problems", [])}
 
 
+@pytest.mark.release_sample
 def test_the_write_ups_commands_typed_literally_check_clean_and_restore(
-    zfs_host, zverify_in_zfs_host, setname
+    zfs_release_host, zverify_in_release_host, setname
 ):
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, guids = setname
     cold = "/root/coldstorage"
     sh(
@@ -70,20 +72,22 @@ def test_the_write_ups_commands_typed_literally_check_clean_and_restore(
     (dataset,) = doc["datasets"]
     assert dataset["dataset"] == ds.name
     assert [r["snapshot"] for r in dataset["restorable"]] == SNAPS[:10]
-    target = "mtank/restored-by-hand"
+    target = "rtank/restored-by-hand"
     zv(host, zverify, "cold", "restore", "-q", cold, target)
     assert received_guids(host, target) == {s: guids[s] for s in SNAPS[:10]}
 
 
-def test_a_replication_package_named_by_its_top_dataset(zfs_host, zverify_in_zfs_host, setname):
-    host, zverify = zfs_host, zverify_in_zfs_host
+def test_a_replication_package_named_by_its_top_dataset(
+    zfs_release_host, zverify_in_release_host, setname
+):
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, guids = setname
     cold = "/root/rpackage"
     sh(host, f"rm -rf {cold} && mkdir {cold} && zfs send -R {ds.name}@9 > {cold}/setname@9.zfsfull")
     doc = zv(host, zverify, "cold", "check", "--json", cold)
     assert problems(doc) == set()
     assert {d["dataset"] for d in doc["datasets"]} == {ds.name, f"{ds.name}/child"}
-    target = "mtank/restored-package"
+    target = "rtank/restored-package"
     zv(host, zverify, "cold", "restore", "-q", "--dataset", ds.name, cold, target)
     assert received_guids(host, target) == {s: guids[s] for s in SNAPS[:10]}
 
@@ -113,9 +117,9 @@ def _two_disks(host, ds) -> tuple[str, str, dict[str, str]]:
 
 
 def test_compressed_files_over_two_disks_check_restore_and_prune(
-    zfs_host, zverify_in_zfs_host, setname
+    zfs_release_host, zverify_in_release_host, setname
 ):
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, guids = setname
     d1, d2, files = _two_disks(host, ds)
     doc = zv(host, zverify, "cold", "check", "--json", "--recursive", d1, d2)
@@ -126,7 +130,7 @@ def test_compressed_files_over_two_disks_check_restore_and_prune(
     alone = zv(host, zverify, "cold", "check", "--json", "--recursive", d2, expect=1)
     assert {k for _, k in problems(alone)} == {"orphan"}
     # restore @9 across both disks, decompressing through the validating relay
-    target = "mtank/from-two-disks"
+    target = "rtank/from-two-disks"
     zv(host, zverify, "cold", "restore", "-q", "--snapshot", "9", "--recursive", d1, d2, target)
     assert received_guids(host, target) == {s: guids[s] for s in SNAPS[:10]}
     # prune across both disks: the old chain goes, the new xz full stays; a third place that
@@ -136,16 +140,16 @@ def test_compressed_files_over_two_disks_check_restore_and_prune(
     zv(host, zverify, "cold", "prune", "-q", "--yes", "--recursive", d1, d2)
     left = sh(host, "cd /root && find disk1 disk2 disk3 -type f | sort").split()
     assert left == ["disk2/setname/setname@10.zfsfull.xz", "disk3/setname@0.zfsfull"]
-    target = "mtank/after-prune-by-hand"
+    target = "rtank/after-prune-by-hand"
     zv(host, zverify, "cold", "restore", "-q", "--recursive", d1, d2, target)
     assert received_guids(host, target) == {"10": guids["10"]}
 
 
 @pytest.mark.parametrize("damage", ["flipped", "truncated"])
 def test_damage_inside_a_compressed_file_is_found_and_never_restored(
-    zfs_host, zverify_in_zfs_host, setname, damage
+    zfs_release_host, zverify_in_release_host, setname, damage
 ):
-    host, zverify = zfs_host, zverify_in_zfs_host
+    host, zverify = zfs_release_host, zverify_in_release_host
     ds, _ = setname
     cold = f"/root/zst-{damage}"
     zst = f"{cold}/setname@0-@9.zfsincstream.zst"
@@ -165,7 +169,7 @@ def test_damage_inside_a_compressed_file_is_found_and_never_restored(
     assert bad["problems"][0]["kind"] in {"damaged", "truncated"}
     (dataset,) = doc["datasets"]
     assert [r["snapshot"] for r in dataset["restorable"]] == ["0"]
-    target = f"mtank/never-{damage}"
+    target = f"rtank/never-{damage}"
     r = host.run([*zverify, "cold", "restore", "--snapshot", "9", cold, target])
     assert r.returncode == 1 and "cannot be restored" in r.stderr, r.stderr
     assert host.run(["zfs", "list", target]).returncode != 0
