@@ -50,7 +50,7 @@ from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
 from zverify.cold.store import LocalStore, Store
 from zverify.errors import ColdError, UnrestorableError, UsageError
-from zverify.zfs import inventory
+from zverify.zfs import inventory, ops
 
 Hook = Callable[[int], None]
 Bars = Callable[[str, int | None], AbstractContextManager[Hook | None]]
@@ -93,6 +93,8 @@ class Restored:
     at: str | None = None  # the dataset the snapshot was restored into; None: not received
     dry_run: bool = False
     script: str | None = None  # the sh script written (--script), instead of receiving
+    # `zfs version` of the OpenZFS that received (userland, module): receivers differ by release
+    openzfs: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -422,6 +424,7 @@ def restore_snapshot(
         with bars("receiving", plan.snapshot.bytes) as hook:
             restore.receive_all(plan, report, hook)
     result.at = restore.restored_at(plan, report)
+    result.openzfs = ops.version()
     return result
 
 

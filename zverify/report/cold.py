@@ -697,6 +697,7 @@ def restore_json(r: Restored) -> str:
             "dry_run": r.at is None,
             "script": r.script,
             "restored": f"{r.at}@{plan.snapshot.snapshot}" if r.at is not None else None,
+            "openzfs": r.openzfs,
         }
     )
 
