@@ -12,6 +12,7 @@ Streams that received but that verify flags are false alarms: printed, not faile
 
 from __future__ import annotations
 
+import bz2
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.corpus import archives
-from tests.corpus.model import CHAIN_FAULTS, RELEASES, corpus, sample
+from tests.corpus.model import CHAIN_FAULTS, DATA, RELEASES, corpus, sample
 
 COLD_CASES = int(os.environ.get("ZVERIFY_CORPUS_COLD_CASES", "16"))
 BATCH = 60
@@ -111,3 +112,17 @@ def test_cold_check_never_claims_a_route_receive_refused(
                 wrong.append(f"{claim.dataset}@{claim.snapshot} via {[s.id for s in claim.route]}")
     print(f"\nopenzfs-{release}: {total} restorable claims over {len(chains)} corpus archives")
     assert not wrong, "cold check claimed what receive refused:\n" + "\n".join(wrong)
+
+
+def test_openzfs_dedup_fixture_is_intact_but_needs_redup(tmp_path) -> None:
+    """OpenZFS's own recv_dedup fixture (Debian's zfs-test, a `zfs send -D` stream): OpenZFS 2
+    refuses it until `zstream redup`; verify calls its bytes intact and says so for every
+    deduplicated substream."""
+    packed = DATA / "debian-zfs-test" / "dedup.zsend.bz2"
+    stream = tmp_path / "dedup.zsend"
+    stream.write_bytes(bz2.decompress(packed.read_bytes()))
+    done = zverify("stream", "verify", "--json", str(stream))
+    doc = json.loads(done.stdout)["files"][0]
+    assert doc["valid"] and doc["kind"] == "replication package", doc
+    assert doc["warnings"] and all(w["code"] == "dedup" for w in doc["warnings"]), doc
+    assert all("zstream redup" in w["message"] for w in doc["warnings"])
