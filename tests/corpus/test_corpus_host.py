@@ -117,12 +117,14 @@ def test_cold_check_never_claims_a_route_receive_refused(
 def test_openzfs_dedup_fixture_is_intact_but_needs_redup(tmp_path) -> None:
     """OpenZFS's own recv_dedup fixture (Debian's zfs-test, a `zfs send -D` stream): OpenZFS 2
     refuses it until `zstream redup`; verify calls its bytes intact and says so for every
-    deduplicated substream."""
+    deduplicated substream, read as OpenZFS keeps it (bzip2) and decompressed alike."""
     packed = DATA / "debian-zfs-test" / "dedup.zsend.bz2"
     stream = tmp_path / "dedup.zsend"
     stream.write_bytes(bz2.decompress(packed.read_bytes()))
-    done = zverify("stream", "verify", "--json", str(stream))
-    doc = json.loads(done.stdout)["files"][0]
+    for path, compression in ((stream, None), (packed, "bzip2")):
+        done = zverify("stream", "verify", "--json", str(path))
+        doc = json.loads(done.stdout)["files"][0]
+        assert done.returncode == 0 and doc["compression"] == compression, doc
     assert doc["valid"] and doc["kind"] == "replication package", doc
     assert doc["warnings"] and all(w["code"] == "dedup" for w in doc["warnings"]), doc
     assert all("zstream redup" in w["message"] for w in doc["warnings"])

@@ -28,7 +28,8 @@ SCHEMA_DIR = Path(__file__).parents[2] / "zverify" / "schemas"
 SCHEMA = json.loads((SCHEMA_DIR / "stream-verify.schema.json").read_text())
 TOOLS = {"zstd": ["zstd", "-q", "-c"], "gzip": ["gzip", "-c"], "xz": ["xz", "-c"]}
 TOOLS["lz4"] = ["lz4", "-q", "-c"]
-SUFFIX = {"zstd": ".zst", "gzip": ".gz", "xz": ".xz", "lz4": ".lz4"}
+TOOLS["bzip2"] = ["bzip2", "-c"]  # how OpenZFS keeps its own test streams (recv_dedup)
+SUFFIX = {"zstd": ".zst", "gzip": ".gz", "xz": ".xz", "lz4": ".lz4", "bzip2": ".bz2"}
 
 
 def need(tool: str) -> None:

@@ -7,7 +7,8 @@ The C scanner reads an fd.  decompressing() gives it the read end of a pipe; a t
 the compressed file in 1 MiB chunks, decompresses and writes into the pipe: one pass, no
 temporary file, memory bounded by a chunk of input and one of output (the libraries release
 the GIL on large buffers, so the thread decompresses while the scanner checks), plus the
-window the file was compressed with, which the decompressor must hold: 32 KiB for gzip,
+window the file was compressed with, which the decompressor must hold: 32 KiB for gzip, 900 KB
+blocks for bzip2,
 at most 4 MiB for lz4, the dictionary for xz (64 MiB for `xz -9`, up to 1.5 GiB by hand),
 and for zstd 8 MiB at its default levels, 128 MiB for `--long`, up to 2 GiB for
 `--long=31` (MAX_WINDOW: allocated as address space, touched as the stream grows).  A
@@ -48,12 +49,13 @@ MAGICS: tuple[tuple[bytes, str], ...] = (
     (b"\xfd7zXZ\x00", "xz"),
     (b"\x04\x22\x4d\x18", "lz4"),
     (b"\x02\x21\x4c\x18", "lz4"),  # the legacy format (lz4 -l): recognised, not read
+    (b"BZh", "bzip2"),  # OpenZFS's own test fixtures are kept so (recv_dedup.zsend.bz2)
 )
 SKIPPABLE_MASK = 0xFFFFFFF0
 SKIPPABLE = 0x184D2A50
 HEAD = 6
 """Bytes detect() needs."""
-TOOLS = {"zstd": "zstd", "gzip": "gzip", "xz": "xz", "lz4": "lz4"}
+TOOLS = {"zstd": "zstd", "gzip": "gzip", "xz": "xz", "lz4": "lz4", "bzip2": "bzip2"}
 """The command-line tool that decompresses each (`TOOL -dc`), for restore scripts."""
 
 
@@ -302,10 +304,21 @@ def _lz4_errors() -> tuple[type[BaseException], ...]:
     return (RuntimeError, EOFError)
 
 
+def _bzip2() -> Any:
+    import bz2
+
+    return bz2.BZ2Decompressor()  # each block's CRC and the stream's combined CRC checked
+
+
+def _bzip2_errors() -> tuple[type[BaseException], ...]:
+    return (OSError, EOFError)  # OSError: "Invalid data stream"
+
+
 _MEMBER = {
     "gzip": _Member(_gzip, lambda: (zlib.error,), tail=True, magic=MAGICS[1][0]),
     "xz": _Member(_xz, _xz_errors, tail=False, magic=MAGICS[2][0], padding=True),
     "lz4": _Member(_lz4, _lz4_errors, tail=False, magic=MAGICS[3][0], skippable=True),
+    "bzip2": _Member(_bzip2, _bzip2_errors, tail=False, magic=MAGICS[5][0]),
 }
 
 
@@ -409,7 +422,7 @@ def _at(offset: int, what: str) -> str:
     return f"{what} at compressed byte {offset}"
 
 
-UNITS = {"zstd": "frame", "gzip": "member", "xz": "stream", "lz4": "frame"}
+UNITS = {"zstd": "frame", "gzip": "member", "xz": "stream", "lz4": "frame", "bzip2": "stream"}
 
 
 def _ours(err: BaseException) -> bool:

@@ -184,7 +184,9 @@ class StreamReport:
     problems_dropped: int = 0
     substreams_dropped: int = 0  # found but not listed: past the limits (see MAX_SUBSTREAMS)
     relayed: int | None = None  # bytes passed on to relay_to (verify_stream), else None
-    compression: str | None = None  # zstd, gzip, xz, lz4: the file holds the stream compressed
+    compression: str | None = (
+        None  # zstd, gzip, xz, lz4, bzip2: the file holds the stream compressed
+    )
     file_bytes: int | None = None  # bytes of the file read (compressed), when not size
 
     @property

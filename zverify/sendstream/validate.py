@@ -97,7 +97,7 @@ def verify_stream(
 ) -> StreamReport:
     """Read a whole stream (a path, or an open fd such as 0 for stdin) and judge it.
 
-    A file compressed with zstd, gzip, xz or lz4 (recognised by its first bytes; a pipe's
+    A file compressed with zstd, gzip, xz, lz4 or bzip2 (recognised by its first bytes; a pipe's
     are read, then handed on) is decompressed as it is read and its compressed layer judged
     too (zverify.sendstream.compressed); decompress=False reads the
     bytes as they are (a `zfs send` never compresses its output).
