@@ -16,7 +16,7 @@ from tools.zfsvm.corpus import load
 DATA = Path(__file__).resolve().parents[1] / "data" / "corpus"
 # The releases whose corpus is committed (each must be there: a missing one fails). 2.3 joins
 # when `python -m tools.zfsvm corpus --release 2.3` has run (see docs/design/corpus.md).
-RELEASES = ("2.1",)
+RELEASES = ("2.1", "2.3")
 assert set(RELEASES) <= set(config.RELEASES)
 SEED = 20261128
 # What receive says when the stream's own bytes are the reason (dmu_recv.c / libzfs_sendrecv.c

@@ -51,6 +51,7 @@ def receive_claim(host, root: Path, guest_root: str, claim, target: str) -> str 
     return None if claim.guid in done.stdout.split() else f"guid {claim.guid} absent"
 
 
+@pytest.mark.release_sample
 def test_every_restorable_claim_over_corpus_archives_receives(
     zfs_release_host, zfs_release_pool
 ) -> None:
