@@ -5,6 +5,10 @@
  * release up to 2.4.4).  Where that answer depends on the pool (spa_maxblocksize,
  * spa_maxdnodesize), the limit of a pool with every feature enabled is taken, the one a
  * restore into a new pool meets.
+ *
+ * Long because: one rule per refusal of the receiver, each a few lines with its source, for
+ * every record type (OBJECT, WRITE, WRITE_EMBEDDED, FREE, FREEOBJECTS, SPILL, REDACT,
+ * OBJECT_RANGE); split by record type they would share the constants and the stream state.
  */
 #include <string.h>
 
