@@ -29,6 +29,7 @@ into a package by format.
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import fcntl
 import os
@@ -305,8 +306,6 @@ def _lz4_errors() -> tuple[type[BaseException], ...]:
 
 
 def _bzip2() -> Any:
-    import bz2
-
     return bz2.BZ2Decompressor()  # each block's CRC and the stream's combined CRC checked
 
 
