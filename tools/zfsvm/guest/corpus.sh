@@ -83,6 +83,20 @@ derive() { # KIND HOW
 
 fresh() { zfs destroy -r "$P/$T/$1" >/dev/null 2>&1; true; }
 
+# A full of the first snapshot into a fresh target, then each next snapshot as an incremental
+# from the one before, received in turn: the chain most of the suite's tests send.
+send_chain() { # STEP TARGET "SEND-FLAGS" DATASET SNAP...
+	local step=$1 target=$2 flags=$3 ds=$4 prev=$5 snap
+	shift 5
+	# shellcheck disable=SC2086
+	snd "$step" $flags "$ds@$prev" && { fresh "$target"; rcv "$P/$T/$target"; }
+	for snap; do
+		# shellcheck disable=SC2086
+		snd "$step" $flags -i "@$prev" "$ds@$snap" && rcv "$P/$T/$target"
+		prev=$snap
+	done
+}
+
 # Every stream of a full/incremental pair, plus damaged copies refused on receive.
 damage_set() { # TARGET-DATASET  (current ID is a full stream)
 	local keep=$ID scen=$SCEN sargv=$SARGV
@@ -119,8 +133,7 @@ model() {
 		[ "$f" = "" ] && damage_set rmd
 		snd model -R $f -I "$m@m1" "$m@m3" && rcv -F "$P/$T/rm1"
 		snd model -R $f -i "$m@m3" "$m@m4" && rcv -F "$P/$T/rm1"
-		snd model $f "$m/fs1@m2" && { fresh f1; rcv "$P/$T/f1"; }
-		snd model $f -i @m2 "$m/fs1@m3" && rcv "$P/$T/f1"
+		send_chain model f1 "$f" "$m/fs1" m2 m3
 	done
 	# -I package whose base the target lacks; incremental onto a fresh target.
 	snd model -I "$m/fs1@m2" "$m/fs1@m4" && { FAULT=nobase; fresh nb; rcv "$P/$T/nb"; }
@@ -231,9 +244,7 @@ holes() {
 	zfs snapshot "$h@h2"
 	local f
 	for f in "" -c -e -Lc; do
-		snd holes $f "$h@h0" && { fresh ho; rcv "$P/$T/ho"; }
-		snd holes $f -i @h0 "$h@h1" && rcv "$P/$T/ho"
-		snd holes $f -i @h1 "$h@h2" && rcv "$P/$T/ho"
+		send_chain holes ho "$f" "$h" h0 h1 h2
 	done
 	damage_set hd
 }
@@ -262,9 +273,7 @@ spill() {
 	zfs snapshot "$s@p2"
 	local f
 	for f in "" -c -L; do
-		snd spill $f "$s@p0" && { fresh sp; rcv "$P/$T/sp"; }
-		snd spill $f -i @p0 "$s@p1" && rcv "$P/$T/sp"
-		snd spill $f -i @p1 "$s@p2" && rcv "$P/$T/sp"
+		send_chain spill sp "$f" "$s" p0 p1 p2
 	done
 	damage_set sd
 }
@@ -281,8 +290,7 @@ compress() {
 		zfs snapshot "$P/cz-$a@z1"
 		local f
 		for f in "" -c -Lc -ec -Lce; do
-			snd compress $f "$P/cz-$a@z0" && { fresh "c$a"; rcv "$P/$T/c$a"; }
-			snd compress $f -i @z0 "$P/cz-$a@z1" && rcv "$P/$T/c$a"
+			send_chain compress "c$a" "$f" "$P/cz-$a" z0 z1
 		done
 		# receive -o compression=off of a -c stream (send-c_recv_lz4_disabled shape).
 		snd compress -c "$P/cz-$a@z0" && { fresh "d$a"; rcv -o compression=off "$P/$T/d$a"; }
