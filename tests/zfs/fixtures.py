@@ -115,9 +115,9 @@ class _ReleaseHosts:
         self.booted: dict[str, Any] = {}
 
     def get(self, release: str):
-        avail = availability()
-        if release == config.DEFAULT_RELEASE or avail.kind != "vm":
-            return self._default(release)
+        kind = availability().kind
+        if release == config.DEFAULT_RELEASE or kind != "vm":
+            return self._default(release, kind)
         if release not in self.booted:
             why = _release_unavailable(release)
             if why is not None:
@@ -132,8 +132,8 @@ class _ReleaseHosts:
             print(f"\nOpenZFS {release} VM ready in {time.monotonic() - start:.1f}s")
         return self.booted[release]
 
-    def _default(self, release: str):
-        if release != config.DEFAULT_RELEASE and availability().kind == "native":
+    def _default(self, release: str, kind: str):
+        if release != config.DEFAULT_RELEASE and kind == "native":
             pytest.skip(f"OpenZFS {release}: this session's ZFS is the host's own")
         return self.default_host()  # unavailable: zfs_host skips or fails, saying why
 
