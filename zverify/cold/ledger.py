@@ -28,6 +28,12 @@ object's ETag and version id).  A proof stands only for that file of that archiv
 shared by two archives keeps each one's proofs apart (Ledger.open(path, archive)), and a
 record without them (written before they were recorded) proves nothing any more.
 
+A drill (`zverify cold drill`) records one line of its own: file `drill:DATASET@SNAPSHOT`
+(no stream is named so: a drill never stands for a file's proof), method "drill", the bytes
+received, the result (proven: the received tree equals the source; damaged: it does not, or
+the archive could not restore it; problem: the drill could not finish), and a "drill" field
+with the files received, the OpenZFS that received them and what the tree was compared with.
+
 Appends use O_APPEND and fsync, under an exclusive flock(2) of the ledger file itself (a
 check and a scrub may record at once); a writer first reads what others appended since
 and proves it too.  Every line and the head are read with zverify.boundedjson and checked
@@ -56,9 +62,37 @@ NAME = ".zverify-ledger.jsonl"
 HEAD = ".zverify-ledger.head"
 FILES = (NAME, HEAD)
 GENESIS = "0" * 64
-METHODS = ("send", "check", "scrub", "restore", "prune", "repair")
+METHODS = ("send", "check", "scrub", "restore", "prune", "repair", "drill")
 RESULTS = ("proven", "damaged", "unreadable", "problem")
 _MAX_HEAD = 4096
+
+
+@dataclass(frozen=True)
+class DrillFacts:
+    """What a drill did: the files it received, in order; the OpenZFS that received them
+    (`zfs version`, one line); what the received tree was compared with; how many entries."""
+
+    route: tuple[str, ...]
+    openzfs: str
+    against: str
+    entries: int
+
+    @classmethod
+    def parsed(cls, doc: Any) -> "DrillFacts | None":
+        """From a ledger line's "drill" field; None when it holds what no append writes."""
+        if not isinstance(doc, dict) or set(doc) != set(cls.__dataclass_fields__):
+            return None
+        route, entries = doc["route"], doc["entries"]
+        if not isinstance(route, list) or not all(isinstance(r, str) for r in route):
+            return None
+        if not (isinstance(doc["openzfs"], str) and isinstance(doc["against"], str)):
+            return None
+        if not _count(entries):
+            return None
+        return cls(tuple(route), doc["openzfs"], doc["against"], entries)
+
+
+DRILL_PREFIX = "drill:"
 
 
 class Tampered(ColdError):
@@ -85,6 +119,9 @@ class LedgerRecord:
     ino: int | None = None  # (a bucket object's: 0, a hash of its ETag and version id, ...)
     mtime_ns: int | None = None
     ctime_ns: int | None = None  # (... and its LastModified for both times)
+    # a drill's record (method "drill", file "drill:DATASET@SNAPSHOT": no stream is named
+    # so, so a drill never stands for a file's proof): what it received and compared
+    drill: "DrillFacts | None" = None
 
     @property
     def when(self) -> datetime.datetime:
@@ -100,7 +137,8 @@ class LedgerRecord:
 
 
 _IDENTITY = ("archive", "dev", "ino", "mtime_ns", "ctime_ns")
-_ALL = frozenset(LedgerRecord.__dataclass_fields__)
+_DRILLED = frozenset(LedgerRecord.__dataclass_fields__)  # a drill's line
+_ALL = _DRILLED - {"drill"}  # every other line (written without the field)
 _BEFORE_IDENTITY = _ALL - frozenset(_IDENTITY)  # a line written before they were recorded
 
 
@@ -167,6 +205,10 @@ class Ledger:
     def last_proven(self) -> dict[str, LedgerRecord]:
         """Each file's last record (of this archive) that proved it."""
         return {r.file: r for r in self._of_archive() if r.result == "proven"}
+
+    def drills(self) -> dict[str, LedgerRecord]:
+        """Each dataset's last drill (of this archive)."""
+        return {r.dataset: r for r in self._of_archive() if r.method == "drill" and r.dataset}
 
     def _of_archive(self) -> list[LedgerRecord]:
         """Another archive's proofs are never this one's: a file of the same name there is
@@ -256,7 +298,10 @@ class Ledger:
 
 
 def _line(r: LedgerRecord) -> bytes:
-    return (json.dumps(asdict(r), separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+    doc = asdict(r)
+    if r.drill is None:  # lines as they were before drills were recorded
+        del doc["drill"]
+    return (json.dumps(doc, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
 
 
 def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
@@ -267,7 +312,7 @@ def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
         raise Tampered(f"{where}: JSON nested too deeply: not a ledger record (edited?)") from None
     except ValueError:  # UnicodeDecodeError too
         raise Tampered(f"{where}: not a JSON record (edited?)") from None
-    if not isinstance(doc, dict) or set(doc) not in (_ALL, _BEFORE_IDENTITY):
+    if not isinstance(doc, dict) or set(doc) not in (_ALL, _BEFORE_IDENTITY, _DRILLED):
         raise Tampered(f"{where}: not a ledger record (fields edited?)")
     if doc["prev"] != prev:
         raise Tampered(
@@ -276,7 +321,11 @@ def _parse(path: str, number: int, line: bytes, prev: str) -> LedgerRecord:
         )
     if not _well_typed(doc):
         raise Tampered(f"{where}: a field holds what no append writes (edited?)")
-    record = LedgerRecord(**doc)
+    drilled = "drill" in doc
+    facts = DrillFacts.parsed(doc.pop("drill")) if drilled else None
+    if drilled != (doc["method"] == "drill") or (drilled and facts is None):
+        raise Tampered(f"{where}: a drill's facts hold what no append writes (edited?)")
+    record = LedgerRecord(**doc, drill=facts)
     if record.method not in METHODS or record.result not in RESULTS:
         raise Tampered(f"{where}: unknown method or result (edited?)")
     return record

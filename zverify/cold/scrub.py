@@ -106,6 +106,19 @@ class ScrubReport:
         old = self.budget.max_age is not None and age is not None and age >= self.budget.max_age
         return not f.current or old
 
+    def drill_ages(self) -> dict[str, float | None]:
+        """Per dataset of the archive, the age of the drill that last proved it restores
+        (`cold drill`); None when it was never drilled or its last drill was not a pass."""
+        drills = self.ledger.drills()
+        ages: dict[str, float | None] = {}
+        for dataset in sorted({f.dataset for f in self.files if f.dataset}):
+            last = drills.get(dataset)
+            if last is None or last.result != "proven":
+                ages[dataset] = None
+            else:
+                ages[dataset] = max(0.0, (self.at - last.when).total_seconds())
+        return ages
+
     @property
     def unproven_bytes(self) -> int:
         return sum(f.size for f in self.files if self.unproven(f))

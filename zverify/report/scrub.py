@@ -50,6 +50,7 @@ def text(r: ScrubReport) -> str:
         left = [f for f in r.files if not f.read and r.unproven(f)]
         lines.append(f"stopped: {r.stopped}; {len(left)} unproven file(s) left for the next run")
     lines.append(_standing(r))
+    lines += _drills(r)
     lines.append(_verdict(r, read))
     return text_lines(lines)
 
@@ -58,6 +59,17 @@ def _standing(r: ScrubReport) -> str:
     oldest = r.oldest_proof_age
     age = "none: a file is unproven" if oldest is None else _age(oldest)
     return f"unproven: {r.unproven_bytes:,} bytes; oldest proof: {age}"
+
+
+def _drills(r: ScrubReport) -> list[str]:
+    """The datasets' drills, once any was drilled (`cold drill`): a line each."""
+    ages = r.drill_ages()
+    if not r.ledger.drills():
+        return []
+    return [
+        f"drill of {d}: " + ("none that passed" if age is None else f"passed, {_age(age)}")
+        for d, age in ages.items()
+    ]
 
 
 def _age(seconds: float) -> str:
@@ -89,6 +101,9 @@ def json_doc(r: ScrubReport) -> str:
         "total_bytes": sum(f.size for f in r.files),
         "unproven_bytes": r.unproven_bytes,
         "oldest_proof_age_seconds": None if oldest is None else round(oldest, 3),
+        "drill_age_seconds": {
+            d: None if age is None else round(age, 3) for d, age in r.drill_ages().items()
+        },
         "stopped": r.stopped,
         "future_proofs": [{**file_key(name), "proven_at": time} for name, time in r.future],
         "valid": r.exit_code == exitcodes.IDENTICAL,
@@ -145,6 +160,7 @@ def prometheus(r: ScrubReport) -> str:
             value = _value(metric, r, files)
             if value is not None:
                 out.append(f"zverify_cold_{metric}{{{_labels(labels)}}} {_number(value)}")
+    out += _drill_metric(archive, r.drill_ages())
     out += [
         "# HELP zverify_cold_scrub_timestamp_seconds When this scrub ran.",
         "# TYPE zverify_cold_scrub_timestamp_seconds gauge",
@@ -155,6 +171,22 @@ def prometheus(r: ScrubReport) -> str:
         f'zverify_cold_scrub_exit_code{{archive="{_escape(archive)}"}} {r.exit_code}',
     ]
     return "\n".join(out) + "\n"
+
+
+def _drill_metric(archive: str, ages: dict[str, float | None]) -> list[str]:
+    """Per dataset, the age of the drill that last proved it restores; +Inf while it has
+    none (never drilled, or its last drill did not pass); the archive's: the oldest."""
+    name = "zverify_cold_drill_age_seconds"
+    values = {d: math.inf if age is None else age for d, age in ages.items()}
+    out = [
+        f"# HELP {name} Age of the last passing `cold drill` (+Inf: none, or the last failed).",
+        f"# TYPE {name} gauge",
+    ]
+    if values:
+        out.append(f"{name}{{{_labels({'archive': archive})}}} {_number(max(values.values()))}")
+    for d, value in values.items():
+        out.append(f"{name}{{{_labels({'archive': archive, 'dataset': d})}}} {_number(value)}")
+    return out
 
 
 def _value(metric: str, r: ScrubReport, files: list[Scrubbed]) -> float | None:
