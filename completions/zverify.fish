@@ -7,7 +7,7 @@ function __zverify_subcommands
         case 'stream'
             string split ' ' -- verify info token
         case 'cold'
-            string split ' ' -- check scrub send restore prune lock clean parity repair consolidate digest
+            string split ' ' -- check scrub send restore prune lock clean parity repair consolidate digest drill
         case '*'
             return 1
     end
@@ -48,6 +48,28 @@ function __zverify_takes_value
         case 'cold digest|--snapshot'
             return 0
         case 'cold digest|--wait'
+            return 0
+        case 'cold drill|--against'
+            return 0
+        case 'cold drill|--dataset'
+            return 0
+        case 'cold drill|--endpoint-url'
+            return 0
+        case 'cold drill|--ledger'
+            return 0
+        case 'cold drill|--max-bytes'
+            return 0
+        case 'cold drill|--pool'
+            return 0
+        case 'cold drill|--scratch-dir'
+            return 0
+        case 'cold drill|--scratch-file'
+            return 0
+        case 'cold drill|--snapshot'
+            return 0
+        case 'cold drill|--threads'
+            return 0
+        case 'cold drill|--wait'
             return 0
         case 'cold lock|--days'
             return 0
@@ -92,6 +114,12 @@ function __zverify_takes_value
         case 'cold restore|--tier'
             return 0
         case 'cold restore|--wait'
+            return 0
+        case 'cold scrub|--drill-max-bytes'
+            return 0
+        case 'cold scrub|--drill-pool'
+            return 0
+        case 'cold scrub|--drill-scratch-file'
             return 0
         case 'cold scrub|--endpoint-url'
             return 0
@@ -288,6 +316,7 @@ complete -c zverify -n '__zverify_at \'cold\'' -a parity -d 'Give every intact s
 complete -c zverify -n '__zverify_at \'cold\'' -a repair -d 'Repair damaged streams from their parity into new files, prove each...'
 complete -c zverify -n '__zverify_at \'cold\'' -a consolidate -d 'Write NAME@S.zfsfull, a full stream of snapshot S made from the archive...'
 complete -c zverify -n '__zverify_at \'cold\'' -a digest -d 'Print the logical state digest of snapshot S per route that restores it'
+complete -c zverify -n '__zverify_at \'cold\'' -a drill -d 'Receive a snapshot of the archive in DIR'
 complete -c zverify -n '__zverify_at \'cold\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'cold check\'' -l dataset -x -d 'Only this dataset'
 complete -c zverify -n '__zverify_at \'cold check\'' -l json -d 'Print one JSON document'
@@ -307,6 +336,9 @@ complete -c zverify -n '__zverify_at \'cold scrub\'' -l max-duration -x -d 'Star
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l max-age -x -d 'Skip files proven less than DAYS ago'
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l ledger -r -F -d 'The proof ledger'
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l prometheus -r -F -d 'Also write a node_exporter textfile'
+complete -c zverify -n '__zverify_at \'cold scrub\'' -l drill-pool -x -d 'Then drill the dataset whose last passing drill is oldest, receiving into a...'
+complete -c zverify -n '__zverify_at \'cold scrub\'' -l drill-scratch-file -x -d 'Then drill it into a pool on a sparse file of SIZE in /var/tmp'
+complete -c zverify -n '__zverify_at \'cold scrub\'' -l drill-max-bytes -x -d 'The drill refuses a longer route'
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l json -d 'Print one JSON document'
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l quiet -s q -d 'Print only the verdict line'
 complete -c zverify -n '__zverify_at \'cold scrub\'' -l no-progress -d 'No progress bar'
@@ -427,5 +459,22 @@ complete -c zverify -n '__zverify_at \'cold digest\'' -l wait -x -d 'Wait up to 
 complete -c zverify -n '__zverify_at \'cold digest\'' -l endpoint-url -x -d 'The S3 server of an s3:// archive'
 complete -c zverify -n '__zverify_at \'cold digest\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'cold digest\'' -F
+complete -c zverify -n '__zverify_at \'cold drill\'' -l dataset -x -d 'Which dataset of the archive'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l snapshot -x -d 'Snapshot name or GUID'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l pool -x -d 'Receive into a new dataset on this pool'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l scratch-file -x -d 'Receive into a pool on a new sparse file of SIZE in --scratch-dir, destroyed...'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l scratch-dir -x -d 'Where the scratch file is made'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l against -x -d 'Compare with this snapshot or manifest'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l max-bytes -x -d 'Refuse a route of more stream bytes'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l ledger -r -F -d 'Record the drill in this ledger'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l threads -x -d 'Hashing threads'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l json -d 'Print one JSON document'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l quiet -s q -d 'Print only the verdict line'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l no-progress -d 'No progress bar'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l recursive -s r -d 'Also the directories below each DIR, or the prefixes below an s3:// URL\'s'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l wait -x -d 'Wait up to SECONDS for another zverify using the archive'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l endpoint-url -x -d 'The S3 server of an s3:// archive'
+complete -c zverify -n '__zverify_at \'cold drill\'' -s h -l help -d 'Show the help and exit'
+complete -c zverify -n '__zverify_at \'cold drill\'' -F
 complete -c zverify -n '__zverify_at \'schema\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'schema\'' -F

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"__main__"},  # the console script: guards the import of everything else
     {"cli"},  # typer commands: parse, one call, render, exit code
     {"report"},  # renderers of every command's result
-    {"cutover"},  # `zverify cutover` (its --content runs a compare)
+    {"cutover", "drill"},  # `zverify cutover`, `cold drill`: both run a compare
     {"trees"},  # the compare orchestrator: opens the sides, drives the engine
     {"manifest", "mpi", "cold"},  # sources of a compare side; cold storage
     {"compare", "sendstream", "par2"},  # the engine; offline streams; par2 packets

@@ -46,6 +46,7 @@ from zverify.report import cold as cold_report
 from zverify.report import compare_json as json_report
 from zverify.report import consolidate as consolidate_report
 from zverify.report import cutover as cutover_report
+from zverify.report import drill as drill_report
 from zverify.report import scrub as scrub_report
 from zverify.report import stream as stream_report
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
@@ -96,6 +97,7 @@ CONSTANTS = {
     "cold-scrub": scrub_report.SCHEMA,
     "cold-consolidate": consolidate_report.CONSOLIDATE_SCHEMA,
     "cold-digest": consolidate_report.DIGEST_SCHEMA,
+    "cold-drill": drill_report.SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -195,6 +197,7 @@ JSON_OUTPUTS = {
     ("cold scrub", "--json"): "cold-scrub",
     ("cold consolidate", "--json"): "cold-consolidate",
     ("cold digest", "--json"): "cold-digest",
+    ("cold drill", "--json"): "cold-drill",
 }
 
 
@@ -874,3 +877,37 @@ def test_cold_consolidate_and_digest_documents(cli: Run, tmp_path: Path) -> None
     doc = json.loads(consolidate_report.digest_json(digested))
     validate_document("cold-digest", doc)
     assert doc["exit_code"] == 1 and doc["equal"] is False
+
+
+@exercises("cold-drill", "cold-scrub")
+def test_cold_drill_documents(cli: Run, tmp_path: Path) -> None:
+    """A real drill where no pool can be made (exit 2, recorded in the ledger, and shown by
+    scrub as a dataset without a passing drill); a pass and a difference rendered from
+    results (the drills themselves: tests/cold/test_drill_zfs.py, on real OpenZFS)."""
+    from zverify.drill.drill import Compared, Drilled
+
+    root = _archive(tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream"})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code, doc = cli(
+        "cold", "drill", "--json", "--dataset", "zv/fs", "--scratch-file", "64M",
+        "--scratch-dir", str(scratch), str(root),
+    )  # fmt: skip
+    validate_document("cold-drill", doc)
+    assert code == 2 and doc["result"] == "problem" and doc["failure"], doc
+    assert list(scratch.iterdir()) == []  # the scratch file went with the failure
+    assert "chain intact" in doc["ledger"]
+    code, scrubbed = cli("cold", "scrub", "--json", str(root))
+    validate_document("cold-scrub", scrubbed)
+    assert scrubbed["drill_age_seconds"] == {"zv/fs": None} and "drill" not in scrubbed
+    code, rotated = cli("cold", "scrub", "--json", "--drill-scratch-file", "64M", str(root))
+    validate_document("cold-scrub", rotated)
+    validate_document("cold-drill", rotated["drill"])
+    assert code == 2 and rotated["drill"]["dataset"] == "zv/fs" and rotated["valid"]
+    same = Compared("snapshot tank/fs@s1", 5)
+    differs = Compared("manifest m.zvm", 5, 1, 0, [{"path": "a", "kind": "content", "detail": "x"}])
+    for compared, code in ((same, 0), (differs, 1)):
+        drilled = Drilled("zv/fs", "s1", 1, [FULL_S1], 100, "p/zverify-drill-1", compared)
+        doc = json.loads(drill_report.drill_json(drilled))
+        validate_document("cold-drill", doc)
+        assert doc["exit_code"] == code

@@ -11,6 +11,7 @@ from tests.cli.console import zverify
 from tests.cold.test_check import FULL_S1
 from tests.cold.test_scrub import LEDGER, _forge, archive, scrub
 from zverify.cold.ledger import DrillFacts, Ledger, LedgerRecord, now
+from zverify.drill.rotation import most_overdue
 
 FACTS = DrillFacts(("a@1.zfsfull", "a@1-@2.zfsinc"), "zfs-2.1.11-1 / zfs-kmod-2.1.11-1", "x", 3)
 
@@ -59,3 +60,23 @@ def test_edited_drill_facts_are_refused(tmp_path: Path, edit: dict) -> None:
     _forge(root, edit)
     done = zverify("cold", "scrub", "-q", str(root))
     assert done.returncode == 2 and f"{LEDGER}: line 1" in done.stderr, done.stderr
+
+
+def test_a_scrub_that_found_damage_drills_nothing(tmp_path: Path) -> None:
+    root = archive(tmp_path / "cold", FULL_S1)
+    flipped = bytearray((root / FULL_S1).read_bytes())
+    flipped[1000] ^= 1
+    (root / FULL_S1).write_bytes(bytes(flipped))
+    code, doc, _ = scrub(root, "--drill-scratch-file", "64M")
+    assert code == 1 and doc["drill"] is None, doc
+    assert doc["drill_skipped"] == "no drill: the scrub found problems"
+    done = zverify(
+        "cold", "scrub", "-q", "--drill-pool", "p", "--drill-scratch-file", "1G", str(root)
+    )
+    assert done.returncode == 2 and "one of --drill-pool" in done.stderr
+
+
+def test_the_most_overdue_drill_goes_first() -> None:
+    assert most_overdue({}) is None
+    assert most_overdue({"a": 10.0, "b": 500.0, "c": 20.0}) == "b"
+    assert most_overdue({"a": 10.0, "b": None, "c": 99999.0}) == "b"

@@ -51,8 +51,8 @@ class Commands(LazyGroup):
         "cold": LazyCommand(
             "zverify.cli.cold",
             "app",
-            "Send-stream archives on cold storage: send, check, scrub, restore, prune, clean, "
-            "parity, repair, lock.",
+            "Send-stream archives on cold storage: send, check, scrub, restore, drill, prune, "
+            "clean, parity, repair, lock, consolidate, digest.",
         ),
         "schema": LazyCommand(
             "zverify.cli.schema",

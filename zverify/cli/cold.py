@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from zverify.cold.consolidate import Consolidated, Digested
     from zverify.cold.operations import Bars, Events, Hook, Result
     from zverify.cold.store import Store
+    from zverify.drill.drill import DrillOptions
 
 app = typer.Typer(
     name="cold",
-    help="Send-stream archives on cold storage: send, check, scrub, restore, prune, clean, "
-    "parity, repair, lock.",
+    help="Send-stream archives on cold storage: send, check, scrub, restore, drill, prune, "
+    "clean, parity, repair, lock, consolidate, digest.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -237,6 +238,29 @@ def scrub(
             "oldest proof, bytes unproven, damaged files, per archive and dataset.",
         ),
     ] = None,
+    drill_pool: Annotated[
+        str | None,
+        typer.Option(
+            "--drill-pool",
+            metavar="POOL",
+            help="Then drill (`cold drill`) the dataset whose last passing drill is oldest, "
+            "receiving into a new dataset on POOL.",
+        ),
+    ] = None,
+    drill_scratch_file: Annotated[
+        str | None,
+        typer.Option(
+            "--drill-scratch-file",
+            metavar="SIZE",
+            help="Then drill it into a pool on a sparse file of SIZE in /var/tmp.",
+        ),
+    ] = None,
+    drill_max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--drill-max-bytes", metavar="N", help="The drill refuses a longer route (exit 2)."
+        ),
+    ] = None,
     as_json: Json = False,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
@@ -257,14 +281,45 @@ def scrub(
         _duration_option(max_duration),
         _age_option(max_age),
     )
+    place = _drill_place(drill_pool, drill_scratch_file, drill_max_bytes)
     store = _store(directories, recursive, endpoint_url)
     bars = _bars(quiet or no_progress or as_json)
     result = operations.scrub_places(store, ledger, budget, max(0.0, wait), bars)
+    if place is None:
+        if prometheus is not None:
+            scrubbing.write_atomically(prometheus, scrub_report.prometheus(result))
+        out = scrub_report.json_doc(result) if as_json else scrub_report.text(result)
+        sys.stdout.write(out if as_json or not quiet else out.splitlines(keepends=True)[-1])
+        return result.exit_code
+    from zverify.drill.rotation import drill_next
+    from zverify.report import drill as drill_report
+
+    both = drill_next(store, result, place, max(0.0, wait), None, bars)
     if prometheus is not None:
-        scrubbing.write_atomically(prometheus, scrub_report.prometheus(result))
-    out = scrub_report.json_doc(result) if as_json else scrub_report.text(result)
-    sys.stdout.write(out if as_json or not quiet else out.splitlines(keepends=True)[-1])
-    return result.exit_code
+        scrubbing.write_atomically(prometheus, scrub_report.prometheus(both.scrub))
+    sys.stdout.write(drill_report.render_rotation(both, as_json, quiet))
+    return both.exit_code
+
+
+def _drill_place(
+    pool: str | None, scratch_file: str | None, max_bytes: str | None
+) -> "DrillOptions | None":
+    """Where scrub's drill receives, or None when no drill was asked for."""
+    from zverify.drill.drill import DrillOptions
+
+    if pool is None and scratch_file is None:
+        if max_bytes is not None:
+            raise UsageError(
+                "--drill-max-bytes is for a drill: give --drill-pool or --drill-scratch-file"
+            )
+        return None
+    if pool is not None and scratch_file is not None:
+        raise UsageError("give one of --drill-pool and --drill-scratch-file")
+    return DrillOptions(
+        pool=pool,
+        scratch_bytes=_size_option("--drill-scratch-file", scratch_file),
+        max_bytes=_size_option("--drill-max-bytes", max_bytes),
+    )
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -795,3 +850,98 @@ def _show(result: "Result", as_json: bool, quiet: bool) -> int:
 
     sys.stdout.write(cold_report.render(result, as_json, quiet))
     return result.exit_code
+
+
+@app.command("drill", epilog=epilog("cold drill"))
+def drill(
+    directories: Places,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="Which dataset of the archive.")
+    ] = None,
+    snapshot: Annotated[
+        str | None, typer.Option(help="Snapshot name or GUID (default: the newest restorable).")
+    ] = None,
+    pool: Annotated[
+        str | None,
+        typer.Option(help="Receive into a new dataset on this pool (destroyed after)."),
+    ] = None,
+    scratch_file: Annotated[
+        str | None,
+        typer.Option(
+            "--scratch-file",
+            metavar="SIZE",
+            help="Receive into a pool on a new sparse file of SIZE (K, M, G, T) in "
+            "--scratch-dir, destroyed after with its file.",
+        ),
+    ] = None,
+    scratch_dir: Annotated[
+        str, typer.Option("--scratch-dir", metavar="DIR", help="Where the scratch file is made.")
+    ] = "/var/tmp",
+    against: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SNAPSHOT|MANIFEST",
+            help="Compare with this snapshot (POOL/DS@SNAP) or manifest (default: the source "
+            "snapshot of the same GUID when it is on this host, else the manifest archived "
+            "by `cold send --manifest`).",
+        ),
+    ] = None,
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-bytes", metavar="N", help="Refuse (exit 2) a route of more stream bytes."
+        ),
+    ] = None,
+    ledger_path: Annotated[
+        str | None,
+        typer.Option(
+            "--ledger",
+            metavar="PATH",
+            help="Record the drill in this ledger (default: the archive's own; a bucket's "
+            "drill is recorded only with this).",
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="Hashing threads (default: all cores).")
+    ] = None,
+    as_json: Json = False,
+    quiet: Quiet = False,
+    no_progress: NoProgress = False,
+    recursive: Recursive = False,
+    wait: Wait = 0,
+    endpoint_url: EndpointUrl = None,
+) -> int:
+    """Receive a snapshot of the archive in DIR... into a scratch dataset, compare its files
+    with the source snapshot (or a manifest), destroy the scratch and record the drill in
+    the ledger: exit 0 it restores the source's files, 1 it does not, 2 not drilled."""
+    from zverify.drill.drill import DrillOptions
+    from zverify.drill.drill import drill as run_drill
+    from zverify.report import drill as drill_report
+
+    if (pool is None) == (scratch_file is None):
+        raise UsageError("give where to receive: --pool POOL or --scratch-file SIZE")
+    options = DrillOptions(
+        dataset,
+        snapshot,
+        pool,
+        _size_option("--scratch-file", scratch_file),
+        scratch_dir,
+        against,
+        _size_option("--max-bytes", max_bytes),
+        ledger_path,
+        threads,
+    )
+    store = _store(directories, recursive, endpoint_url)
+    bars = _bars(quiet or no_progress or as_json)
+    result = run_drill(store, options, max(0.0, wait), None, bars, _events())
+    sys.stdout.write(drill_report.render(result, as_json, quiet))
+    return result.exit_code
+
+
+def _size_option(option: str, text: str | None) -> int | None:
+    try:
+        return _bytes_option(text)
+    except UsageError:
+        raise UsageError(
+            f"{option} {text!r}: a number of bytes above 0, optionally K, M, G or T"
+        ) from None

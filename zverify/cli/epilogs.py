@@ -151,6 +151,14 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold consolidate --dataset tank/data -n /cold",
         "zverify cold consolidate --dataset tank/data --snapshot 100 /cold",
     ),
+    "cold drill": _simple(
+        f"{_OK} received and its files equal the source's (or its archived manifest), {_BAD} "
+        f"they differ (the first paths named) or the archive cannot restore it, {_TROUBLE} "
+        "not drilled: no space, no ZFS, a receive refused, nothing to compare with, or an "
+        "entry unreadable.  The scratch is destroyed in every case.",
+        "zverify cold drill --dataset tank/data --scratch-file 20G /cold",
+        "zverify cold drill --dataset tank/data --pool backup --against data.zvm.zst /cold",
+    ),
     "cold digest": _simple(
         f"{_OK} every route to the snapshot gives one digest, {_BAD} routes disagree (the "
         f"first object named), {_TROUBLE} refused or not read.",

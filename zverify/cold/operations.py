@@ -377,6 +377,7 @@ class RestoreOptions:
     dry_run: bool = False
     script: str | None = None  # write the receives to this file instead of receiving
     thaw: tuple[int, str] | None = None  # (days, tier): thaw archived objects of a bucket first
+    max_bytes: int | None = None  # a route of more stream bytes is refused before any receive
 
 
 def restore_snapshot(
@@ -411,6 +412,7 @@ def restore_snapshot(
         events.archive_read(report)
         with _hint_repair(store, report), _not_all_read(skipped):
             plan = restore.plan_restore(report, target, snapshot)
+        restore.within(plan, options.max_bytes)
         result = Restored(plan, dry_run=options.dry_run)
         if options.script is not None:
             result.script = options.script

@@ -74,6 +74,16 @@ def plan_restore(report: ArchiveReport, target: str, snapshot: str | None) -> Re
     return RestorePlan(dataset, target, chosen, chosen.files)
 
 
+def within(plan: RestorePlan, max_bytes: int | None) -> None:
+    """A route of more than max_bytes stream bytes is not received (ColdError, exit 2: not
+    an answer about the archive)."""
+    if max_bytes is not None and plan.snapshot.bytes > max_bytes:
+        raise ColdError(
+            f"{plan.dataset}@{plan.snapshot.snapshot}: its route is {plan.snapshot.bytes:,} "
+            f"bytes ({len(plan.files)} files), more than the {max_bytes:,} allowed: not received"
+        )
+
+
 def landing(target: str, files: list[ArchivedFile]) -> dict[str, str]:
     """Where each file of a restore is received: the first file's top dataset becomes target,
     every dataset below it the same path below target (a `-R` package's children), so that

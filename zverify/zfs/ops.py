@@ -155,3 +155,33 @@ def receiving(target: str) -> Iterator[int]:
             errors.seek(0)
             stderr = errors.read().decode("utf-8", "replace").strip()
             raise ZfsError(["zfs", *args], code, stderr)
+
+
+def create_file_pool(pool: str, vdev: str) -> None:
+    """`zpool create` of a throw-away pool on one file (a drill's scratch): nothing of it
+    is mounted (mountpoint=none), and no cache file remembers it for the next boot."""
+    command.run_zpool(
+        "create", "-o", "cachefile=none", "-O", "mountpoint=none", "-O", "canmount=off", pool, vdev
+    )
+
+
+def destroy_pool(pool: str) -> None:
+    """`zpool destroy -f POOL` (a drill's scratch pool, with whatever it holds)."""
+    command.run_zpool("destroy", "-f", pool)
+
+
+def pool_exists(pool: str) -> bool:
+    """Whether a pool of that name is imported; ZfsError when zpool cannot be asked."""
+    try:
+        command.run_zpool("list", "-H", "-o", "name", pool)
+    except ZfsError as err:
+        if err.returncode == 1 and "no such pool" in err.stderr:
+            return False
+        raise
+    return True
+
+
+def key_unavailable(dataset: str) -> bool:
+    """Whether dataset is encrypted with its key not loaded (as a raw receive leaves it):
+    nothing of it can be mounted or read."""
+    return command.run("get", "-H", "-o", "value", "keystatus", dataset).strip() == "unavailable"
