@@ -38,11 +38,12 @@ fi
 # runs); its output goes to a log, printed once both halves are done.
 vm_log=$(mktemp "${TMPDIR:-/tmp}/zverify-vm-tests.XXXXXX")
 python3 -m tools.zfsvm build >"$vm_log.build" 2>&1 &  # every release, one after the other
-(build_vm --release 2.1 && python3 -m pytest -m zfs -p no:cacheprovider) >"$vm_log" 2>&1 &
+# --durations: each half's slowest tests, to keep a cold run inside CI's budget
+(build_vm --release 2.1 && python3 -m pytest -m zfs -p no:cacheprovider --durations=30) >"$vm_log" 2>&1 &
 vm_half=$!
 host_rc=0
 if wait_s3; then
-    python3 -m pytest -m "not zfs" || host_rc=$?
+    python3 -m pytest -m "not zfs" --durations=30 || host_rc=$?
 else
     host_rc=2
 fi
