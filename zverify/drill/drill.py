@@ -108,11 +108,12 @@ def drill(
     before anything is read; every later failure is in the result, and recorded."""
     if (options.pool is None) == (options.scratch_bytes is None):
         raise UsageError("give where to receive: --pool POOL or --scratch-file SIZE")
+    given = _given_against(options.against)
     proofs = _ledger(store, options.ledger)
     result = Drilled(options.dataset)
     try:
         with tempfile.TemporaryDirectory(prefix="zverify-drill-") as work:
-            _run(store, options, wait, result, work, find_manifest, bars, events)
+            _run(store, options, given, wait, result, work, find_manifest, bars, events)
     except (UnrestorableError, ColdError, ZfsError, ZverifyError) as err:
         result.failure = str(err)
         result.failure_code = err.exit_code
@@ -123,6 +124,7 @@ def drill(
 def _run(
     store: Store,
     options: DrillOptions,
+    given: str | None,
     wait: float,
     result: Drilled,
     work: str,
@@ -130,7 +132,6 @@ def _run(
     bars: Bars,
     events: Events | None,
 ) -> None:
-    given = _given_against(options.against)
     result.openzfs = ops.version()
     with _scratch(options) as place:
         result.scratch = place.shown
@@ -231,7 +232,12 @@ def _source_snapshot(dataset: str, guid: int) -> str | None:
 
 def _readable(dataset: str) -> None:
     """A raw (encrypted) receive leaves the key unloaded: its files cannot be read, and a
-    drill that cannot read proves nothing of them."""
+    drill that cannot read proves nothing of them.  A volume has no files to compare."""
+    if ops.dataset_type(dataset) == "volume":
+        raise ColdError(
+            f"{dataset} was received and proven by GUID, but it is a volume: a drill "
+            "compares files (compare its device with the source's yourself)"
+        )
     if ops.key_unavailable(dataset):
         raise ColdError(
             f"{dataset} was received (a raw, encrypted chain) and proven by GUID, but its "

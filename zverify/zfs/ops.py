@@ -185,3 +185,8 @@ def key_unavailable(dataset: str) -> bool:
     """Whether dataset is encrypted with its key not loaded (as a raw receive leaves it):
     nothing of it can be mounted or read."""
     return command.run("get", "-H", "-o", "value", "keystatus", dataset).strip() == "unavailable"
+
+
+def dataset_type(dataset: str) -> str:
+    """`filesystem`, `volume`, `snapshot`, ... of dataset."""
+    return command.run("get", "-H", "-o", "value", "type", dataset).strip()
