@@ -11,6 +11,7 @@ rc=0
 ZVERIFY_VM_FULL=1 ZVERIFY_DIFF_CASES="${ZVERIFY_DIFF_CASES:-24}" ZVERIFY_ZFS_REQUIRED=1 \
     python3 -m pytest -q -p no:cacheprovider tests/cold/test_zfs_receive_differential.py \
     tests/cold/test_zfs_by_hand.py tests/cold/test_zfs_archive.py tests/cold/test_zfs_parity.py \
+    tests/cold/test_drill_zfs.py \
     tests/cold/test_zfs_s3.py || rc=$?
 bash scripts/consolidate-differential.sh "$@" || rc=$?
 echo "vm-full: exit $rc in $(($(date +%s) - start)) s"
