@@ -24,6 +24,8 @@ def main(argv: list[str]) -> int:
         return _props(state, root, "-r" in argv)
     if argv[0] == "list" and "snapshot" in argv:
         return _snapshots(state, root, "-r" in argv, _count(path, "list"))
+    if argv[0] == "list" and "bookmark" in argv:
+        return _bookmarks(state, root)
     if argv[0] == "list" and "filesystem,volume" in argv:
         return _names(state, root, _count(path, "names"))
     if argv[0] == "diff":
@@ -81,6 +83,15 @@ def _snapshots(state: dict, root: str, recursive: bool, call: int) -> int:
         if _under(ds, root, recursive):
             for name, guid, txg, refs in snaps:
                 print(f"{ds}@{name}\t{guid}\t{txg}\t{refs}")
+    return 0
+
+
+def _bookmarks(state: dict, root: str) -> int:
+    """ "bookmarks": {dataset: [[name, guid, txg]]}, listed for the whole tree below root."""
+    for ds, marks in sorted(state.get("bookmarks", {}).items()):
+        if _under(ds, root, True):
+            for name, guid, txg in marks:
+                print(f"{ds}#{name}\t{guid}\t{txg}")
     return 0
 
 

@@ -1,11 +1,14 @@
 """`zverify cutover SRC DST`: is the replica ready for the old pool to be destroyed?"""
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from zverify.errors import UsageError
+
+if TYPE_CHECKING:
+    from zverify.cold.store import Store
 
 
 def cutover(
@@ -41,6 +44,18 @@ def cutover(
     threads: Annotated[
         int | None, typer.Option(help="Hashing threads per tree for --content.")
     ] = None,
+    cold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cold",
+            metavar="PLACE",
+            help="A cold archive (directory or s3:// URL, repeatable; the directories form "
+            "one archive): the base of its next incremental must be on DST.",
+        ),
+    ] = None,
+    endpoint_url: Annotated[
+        str | None, typer.Option(help="The S3 endpoint of an s3:// --cold archive.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
@@ -66,11 +81,29 @@ def cutover(
         explain=explain,
         expect=_expectations(expect or []),
         threads=threads,
+        cold=_archives(cold or [], endpoint_url),
     )
     with compare_progress(wanted(quiet or as_json) and content) as hook:
         result = check_cutover(src, dst, options, hook)
     sys.stdout.write((report.render_json if as_json else report.render_text)(result))
     return result.exit_code
+
+
+def _archives(places: list[str], endpoint_url: str | None) -> tuple[tuple[str, "Store"], ...]:
+    """The archives of --cold: the directories together form one archive (as `cold check
+    DIR...` reads them: a chain may span rotating disks); each s3:// URL is one archive.
+    boto3 is loaded only for a URL."""
+    from zverify.cold.store import LocalStore
+
+    directories = [p for p in places if not p.startswith("s3://")]
+    stores: list[tuple[str, Store]] = []
+    if directories:
+        stores.append((", ".join(directories), LocalStore(directories, False)))
+    for url in (p for p in places if p.startswith("s3://")):
+        from zverify.cold.s3 import S3Store
+
+        stores.append((url, S3Store(url, endpoint_url)))
+    return tuple(stores)
 
 
 def _expectations(pairs: list[str]) -> dict[str, str]:

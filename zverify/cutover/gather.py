@@ -5,7 +5,8 @@ zverify was looking makes the whole answer unverified."""
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from zverify.cutover import checks, content
+from zverify.cold.store import Store
+from zverify.cutover import checks, content, continuity
 from zverify.cutover.checks import Pair, Written
 from zverify.cutover.findings import Finding, Severity
 from zverify.cutover.properties import COMPARED, compare_properties
@@ -30,6 +31,8 @@ class CutoverOptions:
     explain: bool = False  # list the paths written on the source (zfs diff)
     expect: Mapping[str, str] = field(default_factory=dict)
     threads: int | None = None
+    # --cold: (label, store) of each archive whose next incremental must start on DST
+    cold: tuple[tuple[str, Store], ...] = ()
 
 
 @dataclass
@@ -61,7 +64,24 @@ def check_cutover(
     other += checks.unchecked_descendants(src, unchecked, options.alone)
     other += _recheck(sides, results, options.recursive)
     other += _moved_descendants(src, dst, unchecked, options.recursive)
+    other += _cold_continuity(sides, options)
     return CutoverResult(src, dst, options.recursive, options.content, results, other, unchecked)
+
+
+def _cold_continuity(sides: tuple["_Side", "_Side"], options: CutoverOptions) -> list[Finding]:
+    """--cold: each archive's next incremental must find its base on DST.  The whole trees
+    are listed (snapshots and bookmarks) whatever -r says: an archive may be of any dataset
+    below SRC."""
+    if not options.cold:
+        return []
+    archives = continuity.read_archives(options.cold)
+    tree = []
+    for side in sides:
+        held = {k: list(v) for k, v in inventory.snapshots_below(side.root, True).items()}
+        for name, marks in inventory.bookmarks_below(side.root, True).items():
+            held.setdefault(name, []).extend(marks)
+        tree.append(held)
+    return continuity.check_continuity(archives, (sides[0].root, sides[1].root), *tree)
 
 
 def _unchecked_descendants(src: str, dst: str) -> list[str]:

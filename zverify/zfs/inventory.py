@@ -111,6 +111,22 @@ def snapshots_below(root: str, recursive: bool) -> dict[str, list[Snap]]:
     return found
 
 
+def bookmarks_below(root: str, recursive: bool) -> dict[str, list[Snap]]:
+    """{dataset: its bookmarks oldest first (by createtxg), with their GUIDs} for root (and
+    with recursive, every dataset below it).  One `zfs list` for the whole tree."""
+    depth = ["-r"] if recursive else ["-d", "1"]
+    out = command.run(
+        "list", "-Hp", *depth, "-t", "bookmark", "-s", "createtxg",
+        "-o", "name,guid,createtxg", root,
+    )  # fmt: skip
+    found: dict[str, list[Snap]] = {}
+    for line in out.splitlines():
+        full, guid, txg = line.split("\t")
+        owner, _, name = full.partition("#")
+        found.setdefault(owner, []).append(Snap(name, int(guid), int(txg), bookmark=True))
+    return found
+
+
 def flush(pool: str) -> None:
     """`zpool sync`: written@ and the space properties count synced data only, so a write
     made a moment ago is invisible until its transaction group is on disk (up to ~5 s)."""
