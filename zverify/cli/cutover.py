@@ -56,6 +56,14 @@ def cutover(
     endpoint_url: Annotated[
         str | None, typer.Option(help="The S3 endpoint of an s3:// --cold archive.")
     ] = None,
+    pool_state: Annotated[
+        bool,
+        typer.Option(
+            "--pool-state",
+            help="DST's pool must show a scrub that started after the last receive into DST "
+            "and found 0 errors (else unverified-copy: a warning, failing with --strict).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
@@ -82,6 +90,7 @@ def cutover(
         expect=_expectations(expect or []),
         threads=threads,
         cold=_archives(cold or [], endpoint_url),
+        pool_state=pool_state,
     )
     with compare_progress(wanted(quiet or as_json) and content) as hook:
         result = check_cutover(src, dst, options, hook)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from zverify.cold.store import Store
-from zverify.cutover import checks, content, continuity
+from zverify.cutover import checks, content, continuity, poolstate
 from zverify.cutover.checks import Pair, Written
 from zverify.cutover.findings import Finding, Severity
 from zverify.cutover.properties import COMPARED, compare_properties
@@ -15,6 +15,7 @@ from zverify.cutover.snapshots import Common, compare_snapshots
 from zverify.errors import UsageError, ZfsError
 from zverify.progress import CompareHook
 from zverify.zfs import inventory
+from zverify.zfs import pool as zpool
 from zverify.zfs.inventory import Dataset, Snap
 
 # Read by the checks besides the compared properties.
@@ -33,6 +34,7 @@ class CutoverOptions:
     threads: int | None = None
     # --cold: (label, store) of each archive whose next incremental must start on DST
     cold: tuple[tuple[str, Store], ...] = ()
+    pool_state: bool = False  # DST's pool must show a clean scrub after the last receive
 
 
 @dataclass
@@ -65,7 +67,19 @@ def check_cutover(
     other += _recheck(sides, results, options.recursive)
     other += _moved_descendants(src, dst, unchecked, options.recursive)
     other += _cold_continuity(sides, options)
+    other += _pool_state(dst, options)
     return CutoverResult(src, dst, options.recursive, options.content, results, other, unchecked)
+
+
+def _pool_state(dst: str, options: CutoverOptions) -> list[Finding]:
+    if not options.pool_state:
+        return []
+    try:
+        events = zpool.history(dst.partition("/")[0])
+        scan = zpool.scan_line(dst.partition("/")[0])
+    except ZfsError as err:
+        return [poolstate.unreadable(dst, str(err))]
+    return poolstate.check_pool_state(dst, events, scan, options.strict)
 
 
 def _cold_continuity(sides: tuple["_Side", "_Side"], options: CutoverOptions) -> list[Finding]:
