@@ -47,7 +47,8 @@ def test_both_pools_are_synced_before_written_is_read_and_again_at_the_end(stand
     """written@ counts synced data only: a write of a moment ago must not pass for none."""
     standin(STATE)
     assert zverify("cutover", "p/a", "q/a").returncode == 0
-    assert (tmp_path / "zpool.log").read_text().split("\n") == ["sync p", "sync q"] * 2 + [""]
+    calls = ["get -H -o value readonly p", "sync p", "get -H -o value readonly q", "sync q"]
+    assert (tmp_path / "zpool.log").read_text().split("\n") == calls * 2 + [""]
 
 
 def test_a_snapshot_taken_during_the_check_makes_it_unverified(standin):

@@ -103,3 +103,19 @@ def test_an_unreadable_history_is_exit_2(standin, tmp_path) -> None:  # noqa: F8
     zpool_standin(tmp_path, "", "", code=1)
     r = zverify("cutover", "--pool-state", "p/a", "q/a")
     assert r.returncode == 2 and "unverified-copy" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_read_only_source_pool_is_never_asked_to_sync(standin, tmp_path) -> None:  # noqa: F811
+    """The migration's old pool imported with -o readonly=on: cutover reads it and writes
+    nothing, and its state is not unverified for want of a flush."""
+    standin(STATE)
+    (tmp_path / "bin" / "zpool").write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {tmp_path}/zpool.log\n'
+        'case "$*" in "get -H -o value readonly p") echo on;; "sync p") exit 1;;\n'
+        "get*) echo off;; esac\n"
+    )
+    r = zverify("cutover", "p/a", "q/a")
+    assert r.returncode == 0, r.stdout + r.stderr
+    log = (tmp_path / "zpool.log").read_text().splitlines()
+    assert "sync p" not in log and log.count("sync q") == 2

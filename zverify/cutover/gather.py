@@ -123,9 +123,12 @@ def _moved_descendants(src: str, dst: str, before: list[str], recursive: bool) -
 
 
 def _flush(*datasets: str) -> None:
-    """Put every pending write of both pools on disk, so that written@ counts it."""
+    """Put every pending write of both pools on disk, so that written@ counts it.  A pool
+    imported read-only has none, and is never asked to write anything (`zpool sync`
+    waits for a transaction group a read-only pool does not run)."""
     for pool in sorted({name.partition("/")[0] for name in datasets}):
-        inventory.flush(pool)
+        if not inventory.read_only(pool):
+            inventory.flush(pool)
 
 
 def _refuse_overlap(src: str, dst: str, recursive: bool) -> None:

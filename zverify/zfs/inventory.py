@@ -127,6 +127,12 @@ def bookmarks_below(root: str, recursive: bool) -> dict[str, list[Snap]]:
     return found
 
 
+def read_only(pool: str) -> bool:
+    """The pool was imported with `-o readonly=on` (a migration's old pool, kept for
+    reading): nothing can be written on it, so nothing is pending either."""
+    return command.run_zpool("get", "-H", "-o", "value", "readonly", pool).strip() == "on"
+
+
 def flush(pool: str) -> None:
     """`zpool sync`: written@ and the space properties count synced data only, so a write
     made a moment ago is invisible until its transaction group is on disk (up to ~5 s)."""
