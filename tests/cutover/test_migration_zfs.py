@@ -1,0 +1,68 @@
+"""The pool migration of issue 46 replayed literally on real OpenZFS: pool `data`, a cold
+archive made by `zverify cold send`, `zpool create tmppool`, `zfs send -R | zfs receive`,
+`zpool export data; zpool import -o readonly=on data olddata; zpool export tmppool; zpool
+import tmppool data`, then `cutover olddata data --cold DIR`.  One setup, several ways it
+goes wrong at once (a skipped touch-up, a dataset only on the old pool, a child snapshot
+destroyed on the new pool, a bookmark `send -R` dropped under a cold archive, no scrub after
+the copy), each asserted as its own finding; then the scrub, and unverified-copy is gone."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cutover.test_zfs import cutover, of_kind, sh
+
+pytestmark = pytest.mark.zfs
+
+
+def test_the_migration_is_ready_only_when_everything_after_it_still_chains(
+    zfs_host, zverify_in_zfs_host
+):
+    host, zverify = zfs_host, zverify_in_zfs_host
+    old, new = host.scratch_devices[0], host.scratch_devices[1]
+    cold = "/root/cutover-cold"
+    sh(host, f"rm -rf {cold}; mkdir -p {cold}")
+    sh(
+        host,
+        f"zpool create -f -O mountpoint=/data data {old} && zfs create data/home "
+        "&& zfs create data/home/kid && zfs create data/arch "
+        "&& echo a > /data/home/a && echo k > /data/home/kid/k && echo z > /data/arch/z "
+        "&& zfs snapshot -r data@s1",
+    )
+    try:
+        # the archive's base: @s1, kept by `cold send` as a bookmark, the snapshot then pruned
+        sh(host, " ".join([*zverify, "cold", "send", "data/arch", cold]))
+        sh(host, "zfs list -H -t bookmark -o name -r data/arch | grep -q '#' && "
+                 "zfs destroy data/arch@s1")  # fmt: skip
+        sh(
+            host,
+            f"zfs snapshot -r data@move1 && zpool create -f tmppool {new} "
+            "&& zfs send -R data@move1 | zfs receive -F -u tmppool",
+        )
+        # no touch-up: written after the copy; a dataset made after it; a child's snapshots lost
+        sh(host, "echo late > /data/home/late && zfs create data/only && zpool sync data")
+        sh(host, "zfs destroy tmppool/home/kid@move1")
+        sh(
+            host,
+            "zpool export data && zpool import -o readonly=on data olddata "
+            "&& zpool export tmppool && zpool import tmppool data",
+        )
+        args = ("-r", "--pool-state", "--cold", cold, "olddata", "data")
+        doc = cutover(host, zverify, *args, expect=1)
+        kinds = {(f["kind"], f["dataset"]) for f in doc["findings"] if f["severity"] == "fail"}
+        assert ("source-written", "olddata/home") in kinds
+        assert ("missing-dataset", "olddata/only") in kinds
+        assert any(k[1] == "olddata/home/kid" for k in kinds), kinds
+        (base,) = of_kind(doc, "cold-base-missing")
+        assert base["dataset"] == "olddata/arch" and base["on_source"][0].startswith(
+            "olddata/arch#"
+        )
+        assert "16756" in base["message"]
+        (copy,) = of_kind(doc, "unverified-copy")
+        assert copy["severity"] == "warning"
+        sh(host, "zpool scrub -w data")
+        doc = cutover(host, zverify, *args, expect=1)
+        assert of_kind(doc, "unverified-copy") == []
+    finally:
+        sh(host, "zpool destroy -f data; zpool destroy -f olddata; zpool destroy -f tmppool",
+           check=False)  # fmt: skip
