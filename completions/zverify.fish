@@ -171,6 +171,10 @@ function __zverify_takes_value
             return 0
         case 'compare|--write-lists'
             return 0
+        case 'cutover|--cold'
+            return 0
+        case 'cutover|--endpoint-url'
+            return 0
         case 'cutover|--expect'
             return 0
         case 'cutover|--snapshots'
@@ -274,6 +278,10 @@ complete -c zverify -n '__zverify_at \'cutover\'' -l expect -x -d 'An intended v
 complete -c zverify -n '__zverify_at \'cutover\'' -l strict -d 'A dataset only on the replica fails too'
 complete -c zverify -n '__zverify_at \'cutover\'' -l explain -d 'List what was written on the source'
 complete -c zverify -n '__zverify_at \'cutover\'' -l threads -x -d 'Hashing threads per tree for --content'
+complete -c zverify -n '__zverify_at \'cutover\'' -l cold -x -d 'A cold archive'
+complete -c zverify -n '__zverify_at \'cutover\'' -l endpoint-url -x -d 'The S3 endpoint of an s3:// --cold archive'
+complete -c zverify -n '__zverify_at \'cutover\'' -l pool-state -d 'DST\'s pool must show a scrub that started after the last receive into DST...'
+complete -c zverify -n '__zverify_at \'cutover\'' -l live -d 'DST is already in service'
 complete -c zverify -n '__zverify_at \'cutover\'' -l json -d 'Print one JSON document'
 complete -c zverify -n '__zverify_at \'cutover\'' -l quiet -s q -d 'No progress bar'
 complete -c zverify -n '__zverify_at \'cutover\'' -s h -l help -d 'Show the help and exit'

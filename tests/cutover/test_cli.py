@@ -247,3 +247,35 @@ def test_a_write_after_the_replicas_newer_snapshot_is_measured_from_it(standin):
     [line] = [x for x in r.stdout.splitlines() if x.startswith("fail       destination")]
     assert "4,096 bytes written on the replica since its newest snapshot @s2" in line
     assert "(newer than the latest common @s1), changing files: + /q/a/edited" in line
+
+
+def test_live_a_replica_newer_than_the_source_is_ready_and_a_source_ahead_is_not(standin):
+    """--live (issue 46, the renamed-pool flow): the new pool took over after the final
+    sync, so its users' writes and its own newer snapshots are warnings; the source having
+    written since the common snapshot still fails."""
+    live = {
+        **STATE,
+        "snapshots": {"p/a": [["s1", 111, 10, 0]], "q/a": [["s1", 111, 4, 0], ["s2", 2, 6, 0]]},
+        "written": {"p/a@s1": 0, "q/a@s1": 18432, "q/a@s2": 4096},
+        "diff": {"q/a@s2": ["+\t/q/a/edited"]},
+    }
+    standin(live)
+    assert zverify("cutover", "p/a", "q/a").returncode == 1  # without --live: NOT READY
+    r = zverify("cutover", "--live", "--json", "p/a", "q/a")
+    assert r.returncode == 0, r.stdout + r.stderr
+    kinds = {(f["kind"], f["severity"]) for f in json.loads(r.stdout)["findings"]}
+    assert kinds == {("diverged", "warning"), ("destination-modified", "warning")}, kinds
+
+
+def test_live_a_source_written_after_the_final_sync_is_not_ready(standin):
+    standin(
+        {
+            **STATE,
+            "snapshots": {"p/a": [["s1", 111, 10, 0]], "q/a": [["s1", 111, 4, 0]]},
+            "written": {"p/a@s1": 8192, "q/a@s1": 4096},
+            "diff": {"p/a@s1": ["M\t/p/a/late"], "q/a@s1": ["+\t/q/a/new"]},
+        }
+    )
+    r = zverify("cutover", "--live", "p/a", "q/a")
+    assert r.returncode == 1 and "source-written" in r.stdout, r.stdout
+    assert "fail       destination" not in r.stdout

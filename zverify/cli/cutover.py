@@ -64,6 +64,15 @@ def cutover(
             "and found 0 errors (else unverified-copy: a warning, failing with --strict).",
         ),
     ] = False,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="DST is already in service (the pools were swapped): its writes and "
+            "snapshots after the final sync are warnings; what SRC has and DST lacks still "
+            "fails.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
@@ -91,6 +100,7 @@ def cutover(
         threads=threads,
         cold=_archives(cold or [], endpoint_url),
         pool_state=pool_state,
+        live=live,
     )
     with compare_progress(wanted(quiet or as_json) and content) as hook:
         result = check_cutover(src, dst, options, hook)

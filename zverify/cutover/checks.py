@@ -4,7 +4,7 @@ holds.  Pure: every input was read by gather.py."""
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zverify.cutover.findings import Finding, Severity, listed
 from zverify.cutover.snapshots import Common
@@ -201,6 +201,23 @@ def destination_written(
         changed = [c.replace("\t", " ") for c in w.changes or []]
         message = f"{since}, changing files: {listed(changed, SHOWN)}"
     return [Finding("destination-modified", Severity.FAIL, dataset, message, _changes(w))]
+
+
+# what a replica already in service does after the final sync: written by its users, and
+# snapshotted by their schedule.  Neither loses anything of the source.
+_LIVE = frozenset({"destination-modified", "diverged"})
+
+
+def live_replica(findings: list[Finding]) -> list[Finding]:
+    """--live: DST took over after the final sync (the renamed-pool flow), so that it is
+    newer than the source is expected (a warning, said); the source having what DST lacks
+    (source-written, behind, missing snapshots) still fails."""
+    return [
+        replace(f, severity=Severity.WARNING, message=f"{f.message} (--live: in service since)")
+        if f.kind in _LIVE and f.severity == Severity.FAIL
+        else f
+        for f in findings
+    ]
 
 
 def _only_mountpoints(changes: list[str], mountpoints: frozenset[str]) -> bool:

@@ -35,6 +35,7 @@ class CutoverOptions:
     # --cold: (label, store) of each archive whose next incremental must start on DST
     cold: tuple[tuple[str, Store], ...] = ()
     pool_state: bool = False  # DST's pool must show a clean scrub after the last receive
+    live: bool = False  # DST is in service: its own writes and newer snapshots are expected
 
 
 @dataclass
@@ -167,6 +168,8 @@ def _check_pair(
         found += content.compare_content(
             pair, result.latest_common, written, options.threads, progress
         )
+    if options.live:
+        result.findings = checks.live_replica(result.findings)
     return result
 
 
