@@ -76,10 +76,16 @@ def test_a_drill_of_a_seed_archive_restores_the_source_and_is_recorded(
     assert len(drilled) == 1, lines
     assert drilled[0]["result"] == "proven" and drilled[0]["file"] == f"drill:{ds.name}@s1"
     assert drilled[0]["drill"]["route"] == doc["route"]
-    # on a pool given, at an older snapshot: a dataset of it, destroyed after
-    older = zv(host, zverify, "cold", "drill", "--json", "--pool", POOL, "--snapshot", "s0", cold)
+    # on a pool given, at an older snapshot, against a manifest of the source (as when the
+    # source is gone): a dataset of the pool, destroyed after
+    manifest = f"{there}/s0.zvm"
+    zv(host, zverify, "manifest", f"{ds.mountpoint}/.zfs/snapshot/s0", "-o", manifest)
+    older = zv(
+        host, zverify, "cold", "drill", "--json", "--pool", POOL, "--snapshot", "s0",
+        "--against", manifest, cold,
+    )  # fmt: skip
     assert older["result"] == "proven" and older["scratch"].startswith(f"{POOL}/zverify-drill-")
-    assert older["compared"]["against"] == f"snapshot {ds.name}@s0"
+    assert older["compared"]["against"] == f"manifest {manifest}", older
     assert leftovers(host) == ""
     check = zv(host, zverify, "cold", "check", cold)  # the drill's lines are a ledger's
     assert "chain intact" in check

@@ -294,7 +294,7 @@ def scrub(
     from zverify.drill.rotation import drill_next
     from zverify.report import drill as drill_report
 
-    both = drill_next(store, result, place, max(0.0, wait), None, bars)
+    both = drill_next(store, result, place, max(0.0, wait), bars)
     if prometheus is not None:
         scrubbing.write_atomically(prometheus, scrub_report.prometheus(both.scrub))
     sys.stdout.write(drill_report.render_rotation(both, as_json, quiet))
@@ -882,8 +882,7 @@ def drill(
         typer.Option(
             metavar="SNAPSHOT|MANIFEST",
             help="Compare with this snapshot (POOL/DS@SNAP) or manifest (default: the source "
-            "snapshot of the same GUID when it is on this host, else the manifest archived "
-            "by `cold send --manifest`).",
+            "snapshot of the same GUID, when it is on this host).",
         ),
     ] = None,
     max_bytes: Annotated[
@@ -933,7 +932,7 @@ def drill(
     )
     store = _store(directories, recursive, endpoint_url)
     bars = _bars(quiet or no_progress or as_json)
-    result = run_drill(store, options, max(0.0, wait), None, bars, _events())
+    result = run_drill(store, options, max(0.0, wait), bars, _events())
     sys.stdout.write(drill_report.render(result, as_json, quiet))
     return result.exit_code
 

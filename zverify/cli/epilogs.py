@@ -152,7 +152,7 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold consolidate --dataset tank/data --snapshot 100 /cold",
     ),
     "cold drill": _simple(
-        f"{_OK} received and its files equal the source's (or its archived manifest), {_BAD} "
+        f"{_OK} received and its files equal the source's (or its manifest's), {_BAD} "
         f"they differ (the first paths named) or the archive cannot restore it, {_TROUBLE} "
         "not drilled: no space, no ZFS, a receive refused, nothing to compare with, or an "
         "entry unreadable.  The scratch is destroyed in every case.",

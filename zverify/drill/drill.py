@@ -7,8 +7,8 @@ full profile, with what it must equal:
 
 * the source snapshot with the same GUID, when the source is on this host (or `--against
   POOL/DS@SNAP`: any snapshot, which then need not have the same GUID);
-* else a manifest: `--against FILE`, or the one `cold send --manifest` archived beside the
-  stream (proven against its sidecar first).
+* or a manifest of the source snapshot (`--against FILE`: `zverify manifest` of its
+  `.zfs/snapshot/S`, made while the source was there).
 
 Exit 0 only when the received tree equals it; 1 when it differs (naming the first paths) or
 the archive cannot restore the snapshot; 2 when the drill could not run or could not read
@@ -19,8 +19,7 @@ of what it received, with which OpenZFS, compared with what, and its result.
 
 import contextlib
 import os
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
@@ -39,10 +38,6 @@ from zverify.trees.options import CompareOptions
 from zverify.zfs import command, inventory, ops
 
 SHOWN = 10  # differences named in the result
-
-# finds the manifest `cold send --manifest` archived for a snapshot GUID, fetched and proven
-# into a directory; None when there is none (given by the CLI: see zverify.cold)
-ManifestFinder = Callable[[Store, int, str], str | None]
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,6 @@ def drill(
     store: Store,
     options: DrillOptions,
     wait: float,
-    find_manifest: ManifestFinder | None = None,
     bars: Bars = operations.no_bars,
     events: Events | None = None,
 ) -> Drilled:
@@ -112,8 +106,7 @@ def drill(
     proofs = _ledger(store, options.ledger)
     result = Drilled(options.dataset)
     try:
-        with tempfile.TemporaryDirectory(prefix="zverify-drill-") as work:
-            _run(store, options, given, wait, result, work, find_manifest, bars, events)
+        _run(store, options, given, wait, result, bars, events)
     except (UnrestorableError, ColdError, ZfsError, ZverifyError) as err:
         result.failure = str(err)
         result.failure_code = err.exit_code
@@ -127,8 +120,6 @@ def _run(
     given: str | None,
     wait: float,
     result: Drilled,
-    work: str,
-    find_manifest: ManifestFinder | None,
     bars: Bars,
     events: Events | None,
 ) -> None:
@@ -146,14 +137,12 @@ def _run(
         received = f"{restored.at}@{chosen.snapshot}"
         _readable(restored.at)
         against = given or _source_snapshot(chosen.dataset, chosen.guid)
-        if against is None and find_manifest is not None:
-            against = find_manifest(store, chosen.guid, work)
         if against is None:
             raise ColdError(
                 f"{chosen.dataset}@{chosen.snapshot} (guid {chosen.guid}) was received, but "
                 "there is nothing to compare it with: the source snapshot is not on this "
-                "host and the archive keeps no manifest of it (`cold send --manifest`); give "
-                "--against POOL/DS@SNAP or --against MANIFEST"
+                "host; give --against POOL/DS@SNAP or --against MANIFEST (`zverify manifest` "
+                "of the source snapshot)"
             )
         result.compared = _compare(received, against, options.threads)
 

@@ -11,7 +11,7 @@ from zverify.cold.ledger import Ledger
 from zverify.cold.operations import Bars, no_bars
 from zverify.cold.scrub import ScrubReport
 from zverify.cold.store import Store
-from zverify.drill.drill import Drilled, DrillOptions, ManifestFinder, drill
+from zverify.drill.drill import Drilled, DrillOptions, drill
 
 
 @dataclass
@@ -33,7 +33,6 @@ def drill_next(
     scrubbed: ScrubReport,
     place: DrillOptions,
     wait: float,
-    find_manifest: ManifestFinder | None = None,
     bars: Bars = no_bars,
 ) -> ScrubbedAndDrilled:
     """place: where to receive (pool or scratch file) and --max-bytes; the dataset is
@@ -44,7 +43,7 @@ def drill_next(
     if due is None:
         return ScrubbedAndDrilled(scrubbed, None, "no drill: the archive restores no dataset")
     options = replace(place, dataset=due, ledger=scrubbed.ledger.path)
-    drilled = drill(store, options, wait, find_manifest, bars)
+    drilled = drill(store, options, wait, bars)
     # the scrub's view of the ledger, with the drill's line: its ages are reported
     scrubbed.ledger = Ledger.open(scrubbed.ledger.path, scrubbed.ledger.archive)
     return ScrubbedAndDrilled(scrubbed, drilled, None)
