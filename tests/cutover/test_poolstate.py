@@ -119,3 +119,15 @@ def test_a_read_only_source_pool_is_never_asked_to_sync(standin, tmp_path) -> No
     assert r.returncode == 0, r.stdout + r.stderr
     log = (tmp_path / "zpool.log").read_text().splitlines()
     assert "sync p" not in log and log.count("sync q") == 2
+
+
+def test_a_receive_under_the_pools_former_name_counts() -> None:
+    """The migration: received into tmppool/a, then `zpool import tmppool q`.  A scrub of
+    the empty tmppool before the copy is no proof of it."""
+    create = "2026-11-28.21:00:00 zpool create tmppool /dev/vdb [user 0 (root) on vm:linux]"
+    received = "2026-11-28.21:04:00 zfs receive -F tmppool/a [user 0 (root) on vm:linux]"
+    history = events(create, *scrub("21:01:00", 3), received)
+    (found,) = check_pool_state("q/a", history, CLEAN, strict=True)
+    assert "since the last receive into q/a (2026-11-28.21:04:00)" in found.message
+    whole = events(create, *scrub("21:01:00", 3), received.replace("tmppool/a", "tmppool"))
+    assert check_pool_state("q", whole, CLEAN, strict=True)  # the pool's root: any receive

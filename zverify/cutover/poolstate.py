@@ -56,7 +56,20 @@ def last_receive(events: Sequence[Event], dst: str) -> str | None:
 
 
 def _names_tree(text: str, dst: str) -> bool:
-    return any(w == dst or w.startswith((dst + "/", dst + "@")) for w in text.split())
+    """Whether a history line names DST's tree, compared below the pool's name: a pool's
+    history keeps the name it had then (`zfs receive tmppool/a` before `zpool import tmppool
+    data`), and matching the old name would take a scrub from before the copy for proof."""
+    below = _below_pool(dst)
+    return any(
+        w == below or w.startswith((below + "/", below + "@"))
+        for w in map(_below_pool, text.split())
+    ) or (below == "" and "receiv" in text)
+
+
+def _below_pool(name: str) -> str:
+    """`pool/a/b@s` -> `a/b@s`; the pool itself (or any other word) -> ``."""
+    pool, sep, rest = name.partition("/")
+    return rest if sep and pool else ""
 
 
 def check_pool_state(dst: str, events: Sequence[Event], scan: str, strict: bool) -> list[Finding]:
