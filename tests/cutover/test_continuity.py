@@ -14,7 +14,7 @@ import pytest
 from tests.cli.console import console_script, zverify
 from tests.cli.test_schemas import validate
 from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, guid
-from tests.cutover.test_cli import FS, standin  # noqa: F401  (the fixture)
+from tests.cutover.test_cli import FS, STATE, standin  # noqa: F401  (the fixture)
 
 S1, S2 = int(guid("s1")), int(guid("s2"))
 
@@ -119,3 +119,12 @@ def test_a_damaged_stream_is_named_beside_the_base_the_intact_streams_give(stand
     found = kinds(json.loads(r.stdout))
     assert r.returncode == 0, r.stdout + r.stderr  # its newest intact snapshot @s1 is on DST
     assert found["cold-damaged"]["severity"] == "warning" and INC_S1_S2 in r.stdout
+
+
+def test_an_archive_of_no_dataset_of_the_tree_is_not_a_pass(standin, tmp_path):  # noqa: F811
+    """--cold given an archive that holds nothing of SRC's or DST's tree (another
+    dataset's, its GUIDs on neither side): nothing was checked, so not READY but exit 2."""
+    standin(STATE)  # p/a -> q/a, nothing of zv/fs
+    r = zverify("cutover", "--json", "p/a", "q/a", "--cold", str(archive(tmp_path)))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert kinds(json.loads(r.stdout))["cold-unread"]["severity"] == "unverified"

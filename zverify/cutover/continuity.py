@@ -43,8 +43,14 @@ def check_continuity(
     found: list[Finding] = []
     for archive in archives:
         found += _unread(archive)
+        placed = {
+            dataset: _relative_in_tree(dataset, plan.newest, roots, src)
+            for dataset, plan in archive.report.plans.items()
+        }
+        if not any(rel is not None for rel in placed.values()):
+            found.append(_outside(archive, sorted(placed), roots))
         for dataset, plan in sorted(archive.report.plans.items()):
-            rel = _relative_in_tree(dataset, plan.newest, roots, src)
+            rel = placed[dataset]
             if rel is None or not plan.newest:
                 continue
             src_name, dst_name = mapped(rel, roots[0]), mapped(rel, roots[1])
@@ -53,6 +59,19 @@ def check_continuity(
                 continue
             found.append(_missing(archive, dataset, src_name, dst_name, plan.newest, src))
     return found
+
+
+def _outside(archive: Archive, datasets: list[str], roots: tuple[str, str]) -> Finding:
+    """An archive given with --cold that holds nothing of the tree: checking nothing must
+    not read as "its chain goes on"."""
+    held = listed(datasets, 3) if datasets else "no restorable dataset"
+    return Finding(
+        "cold-unread",
+        Severity.UNVERIFIED,
+        archive.label,
+        f"the cold archive holds no dataset of {roots[0]}'s or {roots[1]}'s tree ({held}), "
+        "nor one whose newest snapshot is there: its continuity was not checked",
+    )
 
 
 def _unread(archive: Archive) -> list[Finding]:
