@@ -3,11 +3,13 @@
 function __zverify_subcommands
     switch "$argv[1]"
         case ''
-            string split ' ' -- compare cutover manifest stream cold schema
+            string split ' ' -- compare cutover manifest stream cold certificate schema
         case 'stream'
             string split ' ' -- verify info token
         case 'cold'
             string split ' ' -- check scrub send restore prune lock clean parity repair consolidate digest drill
+        case 'certificate'
+            string split ' ' -- verify
         case '*'
             return 1
     end
@@ -15,6 +17,10 @@ end
 
 function __zverify_takes_value
     switch "$argv[1]|$argv[2]"
+        case 'certificate verify|--identity'
+            return 0
+        case 'certificate verify|--signers'
+            return 0
         case 'cold check|--dataset'
             return 0
         case 'cold check|--depth'
@@ -50,6 +56,8 @@ function __zverify_takes_value
         case 'cold digest|--wait'
             return 0
         case 'cold drill|--against'
+            return 0
+        case 'cold drill|--certificate'
             return 0
         case 'cold drill|--dataset'
             return 0
@@ -171,6 +179,8 @@ function __zverify_takes_value
             return 0
         case 'compare|--write-lists'
             return 0
+        case 'cutover|--certificate'
+            return 0
         case 'cutover|--cold'
             return 0
         case 'cutover|--endpoint-url'
@@ -245,6 +255,7 @@ complete -c zverify -n '__zverify_at \'\'' -a cutover -d 'Check a replica before
 complete -c zverify -n '__zverify_at \'\'' -a manifest -d 'Record TREE in a manifest, to compare it later or elsewhere with `zverify...'
 complete -c zverify -n '__zverify_at \'\'' -a stream -d 'Validate ZFS send-stream files offline'
 complete -c zverify -n '__zverify_at \'\'' -a cold -d 'Send-stream archives on cold storage'
+complete -c zverify -n '__zverify_at \'\'' -a certificate -d 'Re-check a certificate of a cutover check or a restore drill'
 complete -c zverify -n '__zverify_at \'\'' -a schema -d 'Print the JSON Schema of the --json documents NAME'
 complete -c zverify -n '__zverify_at \'\'' -l version -s V -d 'Print the version, the hashing kernels in use and the ZFS reachable here'
 complete -c zverify -n '__zverify_at \'\'' -s h -l help -d 'Show the help and exit'
@@ -282,6 +293,7 @@ complete -c zverify -n '__zverify_at \'cutover\'' -l cold -x -d 'A cold archive'
 complete -c zverify -n '__zverify_at \'cutover\'' -l endpoint-url -x -d 'The S3 endpoint of an s3:// --cold archive'
 complete -c zverify -n '__zverify_at \'cutover\'' -l pool-state -d 'DST\'s pool must show a scrub that started after the last receive into DST...'
 complete -c zverify -n '__zverify_at \'cutover\'' -l live -d 'DST is already in service'
+complete -c zverify -n '__zverify_at \'cutover\'' -l certificate -x -d 'Also write a certificate of this check'
 complete -c zverify -n '__zverify_at \'cutover\'' -l json -d 'Print one JSON document'
 complete -c zverify -n '__zverify_at \'cutover\'' -l quiet -s q -d 'No progress bar'
 complete -c zverify -n '__zverify_at \'cutover\'' -s h -l help -d 'Show the help and exit'
@@ -476,6 +488,7 @@ complete -c zverify -n '__zverify_at \'cold drill\'' -l against -x -d 'Compare w
 complete -c zverify -n '__zverify_at \'cold drill\'' -l max-bytes -x -d 'Refuse a route of more stream bytes'
 complete -c zverify -n '__zverify_at \'cold drill\'' -l ledger -r -F -d 'Record the drill in this ledger'
 complete -c zverify -n '__zverify_at \'cold drill\'' -l threads -x -d 'Hashing threads'
+complete -c zverify -n '__zverify_at \'cold drill\'' -l certificate -x -d 'Also write a certificate of this drill'
 complete -c zverify -n '__zverify_at \'cold drill\'' -l json -d 'Print one JSON document'
 complete -c zverify -n '__zverify_at \'cold drill\'' -l quiet -s q -d 'Print only the verdict line'
 complete -c zverify -n '__zverify_at \'cold drill\'' -l no-progress -d 'No progress bar'
@@ -484,5 +497,11 @@ complete -c zverify -n '__zverify_at \'cold drill\'' -l wait -x -d 'Wait up to S
 complete -c zverify -n '__zverify_at \'cold drill\'' -l endpoint-url -x -d 'The S3 server of an s3:// archive'
 complete -c zverify -n '__zverify_at \'cold drill\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'cold drill\'' -F
+complete -c zverify -n '__zverify_at \'certificate\'' -a verify -d 'Re-check FILE\'s digest'
+complete -c zverify -n '__zverify_at \'certificate\'' -s h -l help -d 'Show the help and exit'
+complete -c zverify -n '__zverify_at \'certificate verify\'' -l signers -x -d 'Also verify FILE.sig against this allowed_signers file'
+complete -c zverify -n '__zverify_at \'certificate verify\'' -l identity -x -d 'The signer\'s identity in ALLOWED_SIGNERS'
+complete -c zverify -n '__zverify_at \'certificate verify\'' -s h -l help -d 'Show the help and exit'
+complete -c zverify -n '__zverify_at \'certificate verify\'' -F
 complete -c zverify -n '__zverify_at \'schema\'' -s h -l help -d 'Show the help and exit'
 complete -c zverify -n '__zverify_at \'schema\'' -F

@@ -25,7 +25,7 @@ PACKAGE = Path(zverify.__file__).resolve().parent
 LAYERS: list[set[str]] = [
     {"__main__"},  # the console script: guards the import of everything else
     {"cli"},  # typer commands: parse, one call, render, exit code
-    {"report"},  # renderers of every command's result
+    {"report", "certificate"},  # renderers of every result; certificates of some
     {"cutover", "drill"},  # `zverify cutover`, `cold drill`: both run a compare
     {"trees"},  # the compare orchestrator: opens the sides, drives the engine
     {"manifest", "mpi", "cold"},  # sources of a compare side; cold storage

@@ -36,6 +36,7 @@ from tests.cold import fakezfs
 from tests.manifest.helpers import edited_manifest
 from tests.sendstream.streamgen import resume_token
 from tests.treebuilder import write
+from zverify import certificate as certificates
 from zverify import provenance, schemas
 from zverify.cli import app
 from zverify.cold import lock
@@ -98,6 +99,7 @@ CONSTANTS = {
     "cold-consolidate": consolidate_report.CONSOLIDATE_SCHEMA,
     "cold-digest": consolidate_report.DIGEST_SCHEMA,
     "cold-drill": drill_report.SCHEMA,
+    "certificate": certificates.SCHEMA,
 }
 
 EXERCISED: dict[str, list[str]] = {}  # schema file -> the tests that declare it
@@ -220,7 +222,11 @@ def test_every_json_option_of_every_command_has_a_schema() -> None:
     which then must be installed and validated against real output (above)."""
     found = set(_json_options(typer.main.get_command(app)))
     assert found == set(JSON_OUTPUTS), "a --json option without a schema, or one gone"
-    assert set(JSON_OUTPUTS.values()) == set(SCHEMAS)
+    assert set(JSON_OUTPUTS.values()) | set(FILE_OUTPUTS) == set(SCHEMAS)
+
+
+# documents written to a file rather than printed: no --json option names them
+FILE_OUTPUTS = {"certificate": "--certificate FILE of cutover and cold drill"}
 
 
 def _producers(node: Any) -> list[Any]:
@@ -911,3 +917,20 @@ def test_cold_drill_documents(cli: Run, tmp_path: Path) -> None:
         doc = json.loads(drill_report.drill_json(drilled))
         validate_document("cold-drill", doc)
         assert doc["exit_code"] == code
+
+
+@exercises("certificate", "cold-drill")
+def test_certificate_documents(tmp_path: Path) -> None:
+    """A certificate of a real drill (one that could not run here: no ZFS) as the installed
+    command writes it; its body is the drill's own document."""
+    root = _archive(tmp_path / "cold", {FULL_S1: "full_fs_s1.zstream"})
+    cert = tmp_path / "drill.cert.json"
+    done = zverify(
+        "cold", "drill", "--scratch-file", "64M", "--scratch-dir", str(tmp_path),
+        "--certificate", str(cert), str(root),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    doc = json.loads(cert.read_text())
+    validate_document("certificate", doc)
+    validate_document("cold-drill", doc["body"])
+    assert doc["exit_code"] == 2 and doc["verdict"] == "NOT DRILLED"

@@ -54,6 +54,11 @@ class Commands(LazyGroup):
             "Send-stream archives on cold storage: send, check, scrub, restore, drill, prune, "
             "clean, parity, repair, lock, consolidate, digest.",
         ),
+        "certificate": LazyCommand(
+            "zverify.cli.certificate",
+            "app",
+            "Re-check a certificate of a cutover check or a restore drill.",
+        ),
         "schema": LazyCommand(
             "zverify.cli.schema",
             "schema",

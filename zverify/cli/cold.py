@@ -903,6 +903,14 @@ def drill(
     threads: Annotated[
         int | None, typer.Option(help="Hashing threads (default: all cores).")
     ] = None,
+    certificate: Annotated[
+        str | None,
+        typer.Option(
+            "--certificate",
+            metavar="FILE",
+            help="Also write a certificate of this drill (`zverify certificate verify`).",
+        ),
+    ] = None,
     as_json: Json = False,
     quiet: Quiet = False,
     no_progress: NoProgress = False,
@@ -934,6 +942,13 @@ def drill(
     bars = _bars(quiet or no_progress or as_json)
     result = run_drill(store, options, max(0.0, wait), bars, _events())
     sys.stdout.write(drill_report.render(result, as_json, quiet))
+    if certificate is not None:
+        import json
+
+        from zverify import certificate as certificates
+
+        body = json.loads(drill_report.drill_json(result))
+        certificates.write(certificate, "cold-drill", body, result.exit_code)
     return result.exit_code
 
 

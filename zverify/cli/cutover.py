@@ -73,6 +73,14 @@ def cutover(
             "fails.",
         ),
     ] = False,
+    certificate: Annotated[
+        str | None,
+        typer.Option(
+            "--certificate",
+            metavar="FILE",
+            help="Also write a certificate of this check (`zverify certificate verify`).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
@@ -105,6 +113,13 @@ def cutover(
     with compare_progress(wanted(quiet or as_json) and content) as hook:
         result = check_cutover(src, dst, options, hook)
     sys.stdout.write((report.render_json if as_json else report.render_text)(result))
+    if certificate is not None:
+        import json
+
+        from zverify import certificate as certificates
+
+        body = json.loads(report.render_json(result))
+        certificates.write(certificate, "cutover", body, result.exit_code)
     return result.exit_code
 
 

@@ -159,6 +159,14 @@ EPILOGS: dict[str, Callable[[], str]] = {
         "zverify cold drill --dataset tank/data --scratch-file 20G /cold",
         "zverify cold drill --dataset tank/data --pool backup --against data.zvm.zst /cold",
     ),
+    "certificate verify": _simple(
+        f"{_OK} intact (and well signed, when asked) and certifying a pass, {_BAD} altered, "
+        f"badly signed, or certifying a failure (NOT READY, DOES NOT RESTORE), {_TROUBLE} "
+        "unreadable, not a certificate, no signature or no ssh-keygen.",
+        "zverify certificate verify cutover.cert.json",
+        "zverify certificate verify --signers allowed_signers --identity ops@example.org "
+        "cutover.cert.json",
+    ),
     "cold digest": _simple(
         f"{_OK} every route to the snapshot gives one digest, {_BAD} routes disagree (the "
         f"first object named), {_TROUBLE} refused or not read.",
