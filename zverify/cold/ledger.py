@@ -34,6 +34,10 @@ received, the result (proven: the received tree equals the source; damaged: it d
 the archive could not restore it; problem: the drill could not finish), and a "drill" field
 with the files received, the OpenZFS that received them and what the tree was compared with.
 
+Long because: one file format with its proof (append under a lock, the head that survives
+kills, a reader that checks every field of every line) is kept in one place, so that no
+other module writes or parses a line.
+
 Appends use O_APPEND and fsync, under an exclusive flock(2) of the ledger file itself (a
 check and a scrub may record at once); a writer first reads what others appended since
 and proves it too.  Every line and the head are read with zverify.boundedjson and checked

@@ -1,7 +1,7 @@
 """Was the new pool verified after the copy?  A receive writes checksummed blocks, but only a
 scrub reads them back; `zpool remove` copies without checking checksums and starts no scrub,
 and a sequential resilver (`replace -s`, `attach -s`) verifies nothing until the scrub it
-starts has finished (anchors-4.md §4).  So DST's pool must show a scrub that started after
+starts has finished.  So DST's pool must show a scrub that started after
 the last receive into DST and finished with 0 errors.  Pure: the history and the scan line
 were read by gather.py."""
 
