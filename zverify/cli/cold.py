@@ -317,8 +317,8 @@ def _drill_place(
         raise UsageError("give one of --drill-pool and --drill-scratch-file")
     return DrillOptions(
         pool=pool,
-        scratch_bytes=_size_option("--drill-scratch-file", scratch_file),
-        max_bytes=_size_option("--drill-max-bytes", max_bytes),
+        scratch_bytes=_bytes_option(scratch_file, "--drill-scratch-file"),
+        max_bytes=_bytes_option(max_bytes, "--drill-max-bytes"),
     )
 
 
@@ -326,15 +326,13 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SPANS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def _bytes_option(text: str | None) -> int | None:
+def _bytes_option(text: str | None, option: str = "--max-bytes") -> int | None:
     if text is None:
         return None
     number, unit = text[:-1] if text[-1:].isalpha() else text, text[-1:].upper()
     unit = unit if unit.isalpha() else ""
     if unit not in _UNITS or not number.isdigit() or not int(number):
-        raise UsageError(
-            f"--max-bytes {text!r}: a number of bytes above 0, optionally K, M, G or T"
-        )
+        raise UsageError(f"{option} {text!r}: a number of bytes above 0, optionally K, M, G or T")
     return int(number) * _UNITS[unit]
 
 
@@ -931,10 +929,10 @@ def drill(
         dataset,
         snapshot,
         pool,
-        _size_option("--scratch-file", scratch_file),
+        _bytes_option(scratch_file, "--scratch-file"),
         scratch_dir,
         against,
-        _size_option("--max-bytes", max_bytes),
+        _bytes_option(max_bytes, "--max-bytes"),
         ledger_path,
         threads,
     )
@@ -950,12 +948,3 @@ def drill(
         body = json.loads(drill_report.drill_json(result))
         certificates.write(certificate, "cold-drill", body, result.exit_code)
     return result.exit_code
-
-
-def _size_option(option: str, text: str | None) -> int | None:
-    try:
-        return _bytes_option(text)
-    except UsageError:
-        raise UsageError(
-            f"{option} {text!r}: a number of bytes above 0, optionally K, M, G or T"
-        ) from None
