@@ -376,6 +376,7 @@ complete -c zverify -n '__zverify_at \'cold send\'' -l large-block -d 'zfs send 
 complete -c zverify -n '__zverify_at \'cold send\'' -l embed -d 'zfs send -e'
 complete -c zverify -n '__zverify_at \'cold send\'' -l hold -d 'Keep the base with a user hold, not a bookmark'
 complete -c zverify -n '__zverify_at \'cold send\'' -l parity -x -d 'PAR2 recovery data beside each stream, PCT % of its size'
+complete -c zverify -n '__zverify_at \'cold send\'' -l manifest -d 'Also record the snapshot\'s files in NAME.manifest, for `cold drill` once the...'
 complete -c zverify -n '__zverify_at \'cold send\'' -l compress -x -a 'zstd gzip xz' -d 'Compress the file'
 complete -c zverify -n '__zverify_at \'cold send\'' -l storage-class -x -a 'STANDARD STANDARD_IA ONEZONE_IA INTELLIGENT_TIERING GLACIER_IR GLACIER DEEP_ARCHIVE' -d 's3://'
 complete -c zverify -n '__zverify_at \'cold send\'' -l also -x -a '(__fish_complete_directories (commandline -ct))' -d 'Read the chain from this directory too'

@@ -141,3 +141,40 @@ def test_a_scratch_too_small_is_not_a_drill_and_leaves_nothing(
     )  # fmt: skip
     assert "more than the 1,048,576 allowed" in capped["failure"], capped
     assert leftovers(host) == ""
+
+
+def test_with_the_source_gone_the_drill_compares_with_the_archived_manifest(
+    zfs_release_host, zfs_release_pool, zverify_in_release_host
+):
+    """`cold send --manifest` keeps what the snapshot held beside its stream; once the
+    dataset is destroyed, the drill compares the received tree with it.  A manifest changed
+    since is `cold check`'s manifest-mismatch and no drill's reference (exit 2)."""
+    host, zverify = zfs_release_host, zverify_in_release_host
+    ds = zfs_release_pool.dataset("gone")
+    write = f"mkdir -p {ds.mountpoint}/d; head -c 40K /dev/urandom > {ds.mountpoint}/d/f"
+    host.run(["sh", "-c", write], check=True)
+    host.run(["setfattr", "-n", "user.k", "-v", "v", f"{ds.mountpoint}/d/f"], check=True)
+    host.run(["zfs", "snapshot", f"{ds.name}@m1"], check=True)
+    here, there = Path(host.exchange_host) / "kept", f"{host.exchange_guest}/kept"
+    shutil.rmtree(here, ignore_errors=True)
+    host.run(["mkdir", "-p", there], check=True)
+    sent = zv(host, zverify, "cold", "send", "--json", "--manifest", ds.name, there)
+    manifest = sent["sent"]["manifest"]
+    assert manifest["file"] == sent["sent"]["file"] + ".manifest", sent
+    assert manifest["entries"] == 3 and manifest["snapshot"] == f"{ds.name}@m1", manifest
+    assert "INTACT" in zv(host, zverify, "cold", "check", there)
+    host.run(["zfs", "destroy", "-r", ds.name], check=True)
+    doc = zv(host, zverify, "cold", "drill", "--json", "--scratch-file", "256M", there)
+    assert doc["result"] == "proven" and doc["exit_code"] == 0, doc
+    assert doc["compared"]["against"] == f"archived manifest {manifest['file']}", doc
+    assert doc["compared"]["entries"] == 3 and leftovers(host) == ""
+    path = here / manifest["file"]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    path.write_bytes(bytes(data))
+    checked = zv(host, zverify, "cold", "check", "--json", there, expect=1)
+    kinds = {p["kind"] for f in checked["files"] for p in f["problems"]}
+    assert kinds == {"manifest-mismatch"}, checked
+    failed = zv(host, zverify, "cold", "drill", "--json", "--scratch-file", "256M", there, expect=2)
+    assert "is not the manifest its sidecar names" in failed["failure"], failed
+    assert leftovers(host) == ""

@@ -25,6 +25,7 @@ from zverify.errors import UsageError
 
 if TYPE_CHECKING:
     from zverify.cold.consolidate import Consolidated, Digested
+    from zverify.cold.contents import Recorder
     from zverify.cold.operations import Bars, Events, Hook, Result
     from zverify.cold.store import Store
     from zverify.drill.drill import DrillOptions
@@ -388,6 +389,14 @@ def send(
         ),
     ] = False,
     parity: Percent = None,
+    manifest: Annotated[
+        bool,
+        typer.Option(
+            "--manifest",
+            help="Also record the snapshot's files in NAME.manifest, for `cold drill` once "
+            "the source is gone.",
+        ),
+    ] = False,
     compress: Annotated[
         str | None,
         typer.Option(
@@ -423,19 +432,27 @@ def send(
     endpoint_url: EndpointUrl = None,
 ) -> int:
     """Archive the next stream of DATASET into DIRECTORY, chosen by GUID from what the archive
-    can already restore; validated while written, then its parity made (--parity).  With -n,
-    the files it would write and the sizes `zfs send -nvP` estimates.  Exit 0 archived (or
-    nothing new, or dry run), 2 not."""
+    can already restore; validated while written, then its manifest (--manifest) and parity
+    (--parity) made.  With -n, the files it would write and the sizes `zfs send -nvP`
+    estimates.  Exit 0 archived (or nothing new, or dry run), 2 not."""
     from zverify.cold import operations
 
     asked = {"raw": raw, "compressed": compressed, "large_block": large_block, "embed": embed}
     options = operations.SendOptions(
-        snapshot, full, intermediate, asked, hold, parity, _compress_option(compress), dry_run
-    )
+        snapshot, full, intermediate, asked, hold, parity, _compress_option(compress), dry_run,
+        _recorder() if manifest else None,
+    )  # fmt: skip
     bars = _bars(quiet or no_progress or as_json)
     store = _store([directory, *(also or [])], False, endpoint_url, storage_class)
     result = operations.send_next(dataset, store, options, max(0.0, wait), bars, _events())
     return _show(result, as_json, quiet)
+
+
+def _recorder() -> "Recorder":
+    """The manifest engine, given to cold (which never imports it) by the command line."""
+    from zverify.drill.record import record_snapshot
+
+    return record_snapshot
 
 
 @app.command("restore", epilog=epilog("cold restore"))

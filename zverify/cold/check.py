@@ -32,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.cold import entries, ledger, lock, names, parity, sidecar
+from zverify.cold import contents, entries, ledger, lock, names, parity, sidecar
 from zverify.cold.entries import FileStamp
-from zverify.cold.names import DAMAGED, SIDECAR, WORK_DIRS
+from zverify.cold.names import DAMAGED, MANIFEST, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
 from zverify.cold.store import Entry, LocalStore, Store
 from zverify.errors import ColdError
@@ -108,6 +108,7 @@ class ArchiveReport:
     places: list[str] = field(default_factory=list)
     depth: str = "full"  # full: every byte read; metadata: listings and sidecars only
     sidecars: list[str] = field(default_factory=list)  # the NAME.json files beside streams
+    manifests: list[str] = field(default_factory=list)  # the NAME.manifest files (contents.py)
     ledger: str | None = None  # the proof ledger's summary, once this check is recorded
     lineages: dict[str, str] = field(default_factory=dict)  # a renamed dataset's chain's name
     # `check --digest`: per dataset, (snapshot, guid, digest, routes agreeing) of its newest
@@ -155,6 +156,7 @@ def check_archive(
             files.append(found)
     _check_names(files)
     stray = _check_sidecars(store, files, aside.sidecars)
+    stray += _check_manifests(store, files, aside)
     stray += _check_parity(store, files, aside.parities)
     level = parity.percent_of([f.parity for f in files if f.parity is not None])
     # a misnamed but intact stream still restores: chains go by GUID, never by name
@@ -186,6 +188,7 @@ def check_archive(
         store,
         store.places,
         sidecars=sorted(aside.sidecars),
+        manifests=sorted(aside.manifests),
         lineages=renamed,
     )
     return report
@@ -210,6 +213,7 @@ def prove_file(
         return None
     found.place = entry.place
     _check_sidecars(store, [found], aside.sidecars)
+    _check_manifests(store, [found], aside)
     _check_parity(store, [found], aside.parities)
     return found
 
@@ -225,7 +229,7 @@ def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
     )
 
 
-BESIDE = (SIDECAR, parity.SUFFIX, DAMAGED)  # beside the streams, never read as one
+BESIDE = (SIDECAR, MANIFEST, parity.SUFFIX, DAMAGED)  # beside the streams, never read as one
 
 
 def is_lock_file(entry: Entry) -> bool:
@@ -239,16 +243,18 @@ def is_lock_file(entry: Entry) -> bool:
 
 
 def beside_streams(entry: Entry) -> bool:
-    """Sidecars, parity, the originals repairs kept and lock files: no stream of their own."""
+    """Sidecars, manifests, parity, the originals repairs kept and lock files: no stream of
+    their own."""
     return entry.key.endswith(BESIDE) or is_lock_file(entry)
 
 
 @dataclass
 class _Aside:
-    """What is not read as a stream: sidecars and parity (name -> the file that was listed),
-    the originals repairs kept, and the doubts about those files."""
+    """What is not read as a stream: sidecars, manifests and parity (name -> the file that
+    was listed), the originals repairs kept, and the doubts about those files."""
 
     sidecars: dict[str, FileStamp] = field(default_factory=dict)
+    manifests: dict[str, FileStamp] = field(default_factory=dict)
     parities: dict[str, FileStamp] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     loose: list[Problem] = field(default_factory=list)
@@ -303,6 +309,8 @@ def _look(
 def _set_aside(aside: "_Aside", name: str, st: os.stat_result) -> None:
     if name.endswith(SIDECAR):
         aside.sidecars[name] = FileStamp.of(st)
+    elif name.endswith(MANIFEST):
+        aside.manifests[name] = FileStamp.of(st)
     elif parity.is_parity(name):
         aside.parities[name] = FileStamp.of(st)
     else:
@@ -565,6 +573,21 @@ def _check_sidecars(
         for name in sorted(sidecars)
         if name[: -len(SIDECAR)] not in streams
     ]
+
+
+def _check_manifests(store: Store, files: list[FileReport], aside: _Aside) -> list[Problem]:
+    """Each manifest held against the sidecar that names it (zverify.cold.contents), its
+    doubts added to its stream's; returns the archive's own: manifests nobody names."""
+    by_name = {f.name: f for f in files}
+    streams = [(f.name, f.archived is not None) for f in files if f.kind != "partial"]
+    stray = []
+    for name, kind, message in contents.check(store, streams, aside.sidecars, aside.manifests):
+        problem = Problem(name, kind, message)
+        if name in by_name:
+            by_name[name].problems.append(problem)
+        else:
+            stray.append(problem)
+    return stray
 
 
 def _check_parity(

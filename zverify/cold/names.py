@@ -16,8 +16,8 @@ Chains are always rebuilt from the stream headers.  A name is held against its s
 it contradicts it (another dataset, other snapshots, full against incremental); a name outside
 the convention is no problem at all.
 
-Beside the streams, the suffixes of what zverify keeps with them (SIDECAR, DAMAGED) and of its
-unfinished work (PARTIAL, WORK_DIRS): every cold module reads them from here.
+Beside the streams, the suffixes of what zverify keeps with them (SIDECAR, MANIFEST, DAMAGED)
+and of its unfinished work (PARTIAL, WORK_DIRS): every cold module reads them from here.
 """
 
 import os
@@ -29,6 +29,7 @@ from zverify.pathnames import display, for_terminal
 FULL, INCREMENTAL, INTERMEDIATE = ".zfsfull", ".zfsinc", ".zfsincstream"
 PARTIAL = ".partial"  # NAME.partial: a stream being written, never part of a chain
 SIDECAR = ".json"  # NAME.json beside a stream: metadata for people, never needed to restore
+MANIFEST = ".manifest"  # NAME.manifest: the files of the snapshot it sends (cold.contents)
 DAMAGED = ".damaged"  # NAME.damaged: the original of a repaired stream, kept until removed
 PARITY_WORK = ".parity.partial"  # the directory parity is made in
 REPAIR_WORK = ".repair.partial"  # the directory a repair runs in

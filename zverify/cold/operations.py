@@ -27,6 +27,7 @@ from zverify.cold import (
     check,
     clean,
     consolidate,
+    contents,
     ledger,
     metadata,
     names,
@@ -304,6 +305,7 @@ class SendOptions:
     parity: int | None = None  # None: the archive's level
     compress: tuple[str, int | None] | None = None  # (zstd, gzip or xz, level or None)
     dry_run: bool = False
+    manifest: contents.Recorder | None = None  # --manifest: records each snapshot sent
 
 
 def send_next(
@@ -351,7 +353,7 @@ def send_next(
                 result.files.append(
                     send.send_to_archive(
                         dataset, into, step, _flags(step, options), hook, options.hold,
-                        percent, options.compress,
+                        percent, options.compress, options.manifest,
                     )
                 )  # fmt: skip
             proof = result.files[-1].proof
@@ -629,8 +631,9 @@ def lock_chains(
         kept = sorted(
             {n for d in prune.plan_prune(report, keep_chains) for c in d.keep for n in c.files}
         )
-        listed = {f.name for f in report.files} | set(report.sidecars)
-        keys = [k for name in kept for k in (name, name + names.SIDECAR) if k in listed]
+        listed = {f.name for f in report.files} | set(report.sidecars) | set(report.manifests)
+        beside = (names.SIDECAR, names.MANIFEST)
+        keys = [k for name in kept for k in (name, *(name + b for b in beside)) if k in listed]
         done: list[tuple[str, str, object]] = []
         for key in keys:
             if dry_run:

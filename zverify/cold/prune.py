@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from zverify.cold import consolidate, restore
 from zverify.cold.check import ArchiveReport, Problem
-from zverify.cold.names import SIDECAR, shown
+from zverify.cold.names import MANIFEST, SIDECAR, shown
 from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
 from zverify.cold.store import Store, Unsynced
 from zverify.errors import ColdError, ZfsError, ZverifyError
@@ -225,11 +225,11 @@ def trial_receive(report: ArchiveReport, decision: DatasetPrune, scratch: str) -
 
 
 def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) -> list[str]:
-    """Delete the decided files in order, each after its sidecar and parity (a stream without
-    them is complete; they without their stream are reported), syncing its directory
-    after each (Store.delete), so that an interruption leaves a prefix of the chain.  Returns
-    what went.  Raises ColdError (naming what went before) when a file is no longer the one
-    that was read or cannot be deleted: nothing after it is deleted."""
+    """Delete the decided files in order, each after its sidecar, manifest and parity (a
+    stream without them is complete; they without their stream are reported), syncing its
+    directory after each (Store.delete), so that an interruption leaves a prefix of the
+    chain.  Returns what went.  Raises ColdError (naming what went before) when a file is no
+    longer the one that was read or cannot be deleted: nothing after it is deleted."""
     read = {f.name: f.identity for f in report.files}
     parity = {f.name: f.parity.files for f in report.files if f.parity is not None}
     deleted: list[str] = []
@@ -239,6 +239,7 @@ def delete_files(store: Store, decision: DatasetPrune, report: ArchiveReport) ->
             expected = read.get(name)
             store.ensure_unchanged(name, expected)  # before its sidecar and parity go
             store.delete_aside(name + SIDECAR)
+            store.delete_aside(name + MANIFEST)
             for name_of_parity in parity.get(name, []):
                 store.delete_aside(name_of_parity)
             assert expected is not None  # ensure_unchanged refuses None

@@ -321,10 +321,10 @@ class S3Store:
 
     def writer(self, key: str) -> Upload:
         """A new object key (never over an existing one), as a multipart upload of the
-        store's storage class (a sidecar: STANDARD)."""
+        store's storage class (a sidecar or a manifest, read without a restore: STANDARD)."""
         if self.head(key) is not None:
             raise ColdError(f"{names.shown(key)} already exists in {self.shown}: not overwritten")
-        sidecar = key.endswith(names.SIDECAR)
+        sidecar = key.endswith((names.SIDECAR, names.MANIFEST))
         kind = {"StorageClass": self.storage_class} if self.storage_class and not sidecar else {}
         return Upload(self.client, self.location.bucket, key, self.location.prefix, kind)
 

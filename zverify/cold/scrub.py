@@ -220,8 +220,8 @@ def _scrubbed(e: Entry) -> bool:
 
 
 def _belongs(key: str, stream: str) -> bool:
-    """A sidecar or parity file of stream."""
-    if key == stream + names.SIDECAR:
+    """A sidecar, manifest or parity file of stream."""
+    if key in (stream + names.SIDECAR, stream + names.MANIFEST):
         return True
     return parity.is_parity(key) and parity.stream_of(key) == stream
 

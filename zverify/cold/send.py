@@ -6,8 +6,10 @@ flock()ed for as long as it is written, so that `cold check` sees a send in prog
 `cold clean` never removes it) by the C scanner's relay as it validates the bytes (each written
 once verified); only when `zfs send` and the writes succeeded, the stream is valid, its GUIDs
 are the ones planned and the file holds every byte scanned, the file is fsynced, closed and
-renamed into place (never over anything) and its directory fsynced.  Then a sidecar NAME.json
-(for people; the stream never needs it), its parity when asked (zverify.cold.protect: made
+renamed into place (never over anything) and its directory fsynced.  Then, when asked, a
+manifest NAME.manifest of the snapshot sent (zverify.cold.contents: what it held, file by
+file, for `cold drill` long after the source is gone), a sidecar NAME.json (for people and
+naming the manifest; the stream never needs it), its parity when asked (zverify.cold.protect: made
 from the proven file only) and a bookmark of the sent snapshot, which keeps the
 base of the next incremental alive at no space cost (or, with hold, a user hold on the
 snapshot itself, moved forward from the previous base).
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zverify.cold import entries, ledger, lock, names, protect, sidecar
+from zverify.cold import contents, entries, ledger, lock, names, protect, sidecar
 from zverify.cold.check import stream_digest
 from zverify.cold.entries import FileStamp
 from zverify.cold.ledger import LedgerRecord
@@ -55,6 +57,7 @@ class SentFile:
     compression: str | None = None  # --compress: bytes is then the stream's size
     file_bytes: int | None = None  # with compression: the file's
     proof: LedgerRecord | None = None  # the proof the send made of it, for the ledger
+    manifest: dict[str, object] | None = None  # the sidecar's entry of its manifest
 
 
 def send_to_archive(
@@ -66,10 +69,11 @@ def send_to_archive(
     hold: bool = False,
     parity_percent: int = 0,
     compress: tuple[str, int | None] | None = None,
+    recorder: contents.Recorder | None = None,
 ) -> SentFile:
     """compress: (zstd, gzip or xz, level or None): the verified bytes are compressed into
     the file, NAME gets the compression's suffix, and the written file is proven by reading
-    it back through decompression."""
+    it back through decompression.  recorder: writes the manifest of the snapshot sent."""
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
     name += compressed.SUFFIXES[compress[0]] if compress else ""
@@ -104,7 +108,10 @@ def send_to_archive(
             raise ColdError(f"{err}; {left}") from None
         raise
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
-    missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, digests)
+    manifest, unrecorded = _write_manifest(store, name, f"{dataset}@{plan.to.name}", recorder)
+    extra: dict[str, object] = {**digests, **({contents.KEY: manifest} if manifest else {})}
+    missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, extra)
+    missing = "; ".join(m for m in (unrecorded, missing) if m) or None
     if parity_percent and isinstance(store, LocalStore):
         unprotected = _write_parity(store.places[0], name, parity_percent)
         missing = "; ".join(m for m in (missing, unprotected) if m) or None
@@ -116,7 +123,22 @@ def send_to_archive(
     if missing:
         raise ColdError(f"{sent} and kept by {keeper}, but {missing}")
     proof = _proof(name, dataset, report)
-    return SentFile(name, report.size, digest, keeper, report.compression, report.file_bytes, proof)
+    return SentFile(
+        name, report.size, digest, keeper, report.compression, report.file_bytes, proof, manifest
+    )
+
+
+def _write_manifest(
+    store: Store, name: str, snapshot: str, recorder: contents.Recorder | None
+) -> tuple[dict[str, object] | None, str | None]:
+    """NAME.manifest of the snapshot sent -> (the sidecar's entry, what went wrong in
+    words): like the sidecar, never needed to restore, so its failure keeps the stream."""
+    if recorder is None:
+        return None, None
+    try:
+        return contents.record(store, name, snapshot, recorder), None
+    except ZverifyError as err:
+        return None, f"its manifest was not recorded: {err}"
 
 
 def _proof(name: str, dataset: str, report: StreamReport) -> LedgerRecord:
@@ -278,13 +300,13 @@ def _write_sidecar(
     argv: list[str],
     report: StreamReport,
     digest: str | None,
-    digests: dict[str, str] | None = None,
+    digests: dict[str, object] | None = None,
 ) -> str | None:
     """NAME.json (zverify.cold.sidecar), by the same exclusive .partial and rename as the
     stream (never over an existing entry).  Returns what went wrong, in words, or None: a
     sidecar is never needed to restore, so its failure does not undo the archived stream."""
     doc = sidecar.document(dataset, plan, argv, report, digest, ops.version())
-    doc |= digests or {}  # a bucket's: its checksum (--depth metadata), the XXH3-128
+    doc |= digests or {}  # a bucket's checksum and XXH3-128, and the manifest's entry
     data = (json.dumps(doc, indent=2) + "\n").encode()
     w: StoreWriter | None = None
     try:

@@ -7,8 +7,10 @@ full profile, with what it must equal:
 
 * the source snapshot with the same GUID, when the source is on this host (or `--against
   POOL/DS@SNAP`: any snapshot, which then need not have the same GUID);
-* or a manifest of the source snapshot (`--against FILE`: `zverify manifest` of its
-  `.zfs/snapshot/S`, made while the source was there).
+* or a manifest of the source snapshot: `--against FILE` (`zverify manifest` of its
+  `.zfs/snapshot/S`, made while the source was there), else the one the archive keeps
+  (`cold send --manifest`: zverify.cold.contents), copied out and proven first to be the
+  bytes its sidecar names.
 
 Exit 0 only when the received tree equals it; 1 when it differs (naming the first paths) or
 the archive cannot restore the snapshot; 2 when the drill could not run or could not read
@@ -19,12 +21,15 @@ of what it received, with which OpenZFS, compared with what, and its result.
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.cold import operations
+from zverify.cold import contents, operations
+from zverify.cold.entries import FileStamp
 from zverify.cold.ledger import DRILL_PREFIX, DrillFacts, Ledger, LedgerRecord, now
+from zverify.cold.names import shown
 from zverify.cold.operations import Bars, Events, RestoreOptions
 from zverify.cold.store import LocalStore, Store
 from zverify.compare.diffs import Difference
@@ -137,14 +142,19 @@ def _run(
         received = f"{restored.at}@{chosen.snapshot}"
         _readable(restored.at)
         against = given or _source_snapshot(chosen.dataset, chosen.guid)
-        if against is None:
+        if against is not None:
+            result.compared = _compare(received, against, options.threads)
+            return
+        kept = contents.archived(store, chosen.guid)
+        if kept is None:
             raise ColdError(
                 f"{chosen.dataset}@{chosen.snapshot} (guid {chosen.guid}) was received, but "
                 "there is nothing to compare it with: the source snapshot is not on this "
-                "host; give --against POOL/DS@SNAP or --against MANIFEST (`zverify manifest` "
-                "of the source snapshot)"
+                "host and the archive keeps no manifest of it (`cold send --manifest`); give "
+                "--against POOL/DS@SNAP or --against MANIFEST (`zverify manifest` of the "
+                "source snapshot)"
             )
-        result.compared = _compare(received, against, options.threads)
+        result.compared = _compare_archived(store, received, kept, options.threads)
 
 
 def _ledger(store: Store, path: str | None) -> Ledger | None:
@@ -234,7 +244,21 @@ def _readable(dataset: str) -> None:
         )
 
 
-def _compare(received: str, against: str, threads: int | None) -> Compared:
+def _compare_archived(
+    store: Store,
+    received: str,
+    kept: tuple[str, dict[str, object], FileStamp],
+    threads: int | None,
+) -> Compared:
+    """Compared with the manifest the archive keeps, copied out and proven on the way."""
+    key, entry, listed = kept
+    with tempfile.TemporaryDirectory(prefix="zverify-drill-") as where:
+        copy = os.path.join(where, os.path.basename(key))
+        contents.copy_proven(store, key, entry, listed, copy)
+        return _compare(received, copy, threads, f"archived manifest {shown(key)}")
+
+
+def _compare(received: str, against: str, threads: int | None, what: str = "") -> Compared:
     options = CompareOptions(ComparePolicy(), threads=threads)
     shown = _FirstFew()
     with contextlib.ExitStack() as stack:
@@ -243,7 +267,8 @@ def _compare(received: str, against: str, threads: int | None) -> Compared:
             theirs = stack.enter_context(command.mounted_snapshot(against))
         ours = stack.enter_context(command.mounted_snapshot(received))
         outcome = compare_trees(theirs, ours, options, sink=shown.add)
-    what = f"manifest {against}" if os.path.exists(against) else f"snapshot {against}"
+    if not what:
+        what = f"manifest {against}" if os.path.exists(against) else f"snapshot {against}"
     return _compared(what, outcome, shown)
 
 

@@ -630,9 +630,17 @@ def send_text(r: Sent) -> str:
     if not r.files:
         return text_lines([f"nothing to send: {r.reason}"])
     protected = f", {r.parity_percent}% parity" if r.parity_percent else ""
-    lines = [f"archived {shown(f.name)}: {f.bytes:,} bytes{protected}" for f in r.files]
+    lines = [
+        f"archived {shown(f.name)}: {f.bytes:,} bytes{protected}{_recorded(f)}" for f in r.files
+    ]
     lines[-1] += f" ({r.reason})"
     return text_lines(lines)
+
+
+def _recorded(f: SentFile) -> str:
+    if f.manifest is None:
+        return ""
+    return f", {f.manifest['entries']:,} entries recorded in {shown(str(f.manifest['file']))}"
 
 
 def send_json(r: Sent) -> str:
@@ -661,6 +669,8 @@ def _sent_doc(f: SentFile, r: Sent) -> dict[str, Any]:
     }
     if f.compression is not None:
         doc |= {"compression": f.compression, "file_bytes": f.file_bytes}
+    if f.manifest is not None:
+        doc["manifest"] = {**f.manifest, "file": json_name(str(f.manifest["file"]))}
     return doc
 
 
