@@ -20,9 +20,9 @@ from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, guid
 MANIFEST = f"{FULL_S1}.manifest"
 
 
-def archive_with_manifest(tmp_path: Path) -> Path:
-    """FULL_S1 and INC_S1_S2, the full with a manifest (of a small real tree) its sidecar
-    names, as `cold send --manifest` leaves them."""
+def archive_with_manifest(tmp_path: Path, beside: str = FULL_S1, snapshot: str = "s1") -> Path:
+    """FULL_S1 and INC_S1_S2, one of them (beside) with a manifest (of a small real tree) its
+    sidecar names, as `cold send --manifest` leaves them."""
     root = tmp_path / "cold"
     root.mkdir()
     for name in (FULL_S1, INC_S1_S2):
@@ -30,19 +30,19 @@ def archive_with_manifest(tmp_path: Path) -> Path:
     tree = tmp_path / "tree"
     (tree / "d").mkdir(parents=True)
     (tree / "d" / "f").write_bytes(b"content\n")
-    made = zverify("manifest", "-q", str(tree), "-o", str(root / MANIFEST))
+    made = zverify("manifest", "-q", str(tree), "-o", str(root / f"{beside}.manifest"))
     assert made.returncode == 0, made.stderr
-    data = (root / MANIFEST).read_bytes()
+    data = (root / f"{beside}.manifest").read_bytes()
     entry = {
-        "file": MANIFEST,
+        "file": f"{beside}.manifest",
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
         "entries": 3,
         "algorithm": "xxh3-128",
-        "snapshot": "zv/fs@s1",
+        "snapshot": f"zv/fs@{snapshot}",
     }
-    side = {"dataset": "zv/fs", "to_guid": guid("s1"), "from_guid": "0", "manifest": entry}
-    (root / f"{FULL_S1}.json").write_text(json.dumps(side))
+    side = {"dataset": "zv/fs", "to_guid": guid(snapshot), "manifest": entry}
+    (root / f"{beside}.json").write_text(json.dumps(side))
     return root
 
 
@@ -117,3 +117,21 @@ def test_prune_deletes_the_manifest_with_its_stream_and_clean_keeps_it(tmp_path:
     assert done.returncode == 0, done.stdout + done.stderr
     left = sorted(os.listdir(root))
     assert MANIFEST not in left and f"{FULL_S1}.json" not in left and FULL_S1 not in left, left
+
+
+def test_consolidate_carries_the_manifest_of_its_snapshot_to_the_new_full(
+    tmp_path: Path,
+) -> None:
+    """The new full of @s2 holds the files the incremental to @s2 gave: the archive's
+    manifest of @s2 is copied beside it (proven on the way), so pruning the old chain keeps
+    the archive's proof of content."""
+    root = archive_with_manifest(tmp_path, INC_S1_S2, "s2")
+    done = zverify("cold", "consolidate", "--json", "--dataset", "zv/fs", str(root))
+    assert done.returncode == 0, done.stderr
+    new = json.loads(done.stdout)["file"]
+    side = json.loads((root / f"{new}.json").read_text())
+    assert side["manifest"]["file"] == f"{new}.manifest"
+    same = (root / f"{new}.manifest").read_bytes() == (root / f"{INC_S1_S2}.manifest").read_bytes()
+    assert same and side["manifest"]["snapshot"] == "zv/fs@s2"
+    code, found, _ = check(root)
+    assert code == 0 and found == set()

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from zverify import __version__, exitcodes, provenance
-from zverify.cold import names, restore
+from zverify.cold import contents, names, restore
 from zverify.cold.check import ArchiveReport, Problem, check_archive
 from zverify.cold.entries import FileStamp
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced
@@ -476,8 +476,22 @@ def consolidate_route(
     except BaseException:
         w.discard()
         raise
-    result.note = _write_sidecar(into, report, result, argv)
+    manifest, unkept = _carry_manifest(report, into, result)
+    result.note = _write_sidecar(into, report, result, argv, manifest)
+    result.note = "; ".join(n for n in (unkept, result.note) if n) or None
     return result
+
+
+def _carry_manifest(
+    report: ArchiveReport, into: Store, result: Consolidated
+) -> tuple[dict[str, object] | None, str | None]:
+    """The archive's manifest of the snapshot (cold.contents), beside the new full: (the
+    sidecar's entry, what went wrong in words)."""
+    assert report.store is not None and result.route is not None
+    try:
+        return contents.carry(report.store, into, result.name, result.route.guid), None
+    except ColdError as err:
+        return None, f"the manifest of its snapshot was not carried over: {err}"
 
 
 def _write_validated(report: ArchiveReport, result: Consolidated, w: StoreWriter) -> StreamReport:
@@ -626,11 +640,17 @@ def sidecar_document(
 
 
 def _write_sidecar(
-    into: Store, report: ArchiveReport, result: Consolidated, argv: list[str]
+    into: Store,
+    report: ArchiveReport,
+    result: Consolidated,
+    argv: list[str],
+    manifest: dict[str, object] | None = None,
 ) -> str | None:
     """NAME.json by an exclusive .partial and a rename; what went wrong, or None (a sidecar
     is never needed to restore: its failure keeps the proven full)."""
-    data = (json.dumps(sidecar_document(report, result, argv), indent=2) + "\n").encode()
+    doc = sidecar_document(report, result, argv)
+    doc |= {contents.KEY: manifest} if manifest is not None else {}
+    data = (json.dumps(doc, indent=2) + "\n").encode()
     w: StoreWriter | None = None
     try:
         w = into.writer(result.name + names.SIDECAR)

@@ -222,22 +222,63 @@ def copy_proven(
 ) -> None:
     """The manifest copied to the new file `to`, proven on the way to be the bytes its sidecar
     names (size and SHA-256): what is compared is what was proven.  Raises ColdError."""
+    try:
+        with open(to, "xb") as out:
+            _copy(store, key, entry, listed, out.write)
+    except OSError as err:
+        raise ColdError(f"writing {to} failed: {err.strerror or err}") from None
+
+
+def carry(source: Store, into: Store, stream: str, guid: int) -> dict[str, object] | None:
+    """The manifest source keeps of the snapshot of guid, copied (proven on the way) beside
+    stream in into: a new full of the same snapshot (`cold consolidate`) holds the same files,
+    and keeps its proof of content once prune removes the chain it was made from.  Returns
+    the sidecar's entry, or None when source keeps no manifest of it.  Raises ColdError."""
+    kept = archived(source, guid)
+    if kept is None:
+        return None
+    key, entry, listed = kept
+    name = name_of(stream)
+    try:
+        w = into.writer(name)
+    except FileExistsError:
+        raise ColdError(f"{names.shown(name)}{names.PARTIAL} exists: `cold clean`") from None
+    try:
+        _copy(source, key, entry, listed, _Hashing(w).write)
+        size = w.stored_size()
+        w.commit()
+    except BaseException:
+        w.discard()
+        raise
+    return {**entry, "file": os.path.basename(name), "bytes": size}
+
+
+def _copy(
+    store: Store,
+    key: str,
+    entry: dict[str, object],
+    listed: FileStamp,
+    write: Callable[[bytes], object],
+) -> None:
+    """Every byte of key to write(), proven to be what the sidecar's entry names."""
     shown = names.shown(key)
     try:
         fd = store.open_read(key, listed)
-    except OSError as err:
-        raise ColdError(f"{shown} cannot be read: {err.strerror or err}") from None
+    except (OSError, entries.Changed) as err:
+        why = err.strerror if isinstance(err, OSError) else err
+        raise ColdError(f"{shown} cannot be read: {why}") from None
     h, size = hashlib.sha256(), 0
     try:
-        with open(to, "xb") as out:
-            while chunk := os.read(fd, 1 << 20):
-                out.write(chunk)
-                h.update(chunk)
-                size += len(chunk)
-    except OSError as err:
+        while chunk := os.read(fd, 1 << 20):
+            write(chunk)
+            h.update(chunk)
+            size += len(chunk)
+    except BaseException as err:
         with contextlib.suppress(OSError, ColdError):
             store.finish_read(key, fd)
-        raise ColdError(f"copying {shown} failed: {err.strerror or err}") from None
+        if isinstance(err, OSError):
+            raise ColdError(f"reading {shown} failed: {err.strerror or err}") from None
+        raise
     if store.finish_read(key, fd) != listed:
         raise ColdError(f"{shown} changed while it was read")
     if size != entry.get("bytes") or h.hexdigest() != entry.get("sha256"):
