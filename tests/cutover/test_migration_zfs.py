@@ -15,23 +15,29 @@ from tests.cutover.test_zfs import cutover, of_kind, sh
 pytestmark = pytest.mark.zfs
 
 
+def seed_pool(host, zverify, cold: str) -> str:
+    """Pool `data` (home, home/kid, arch) on the first scratch device with @s1 everywhere,
+    data/arch@s1 archived by `cold send` into cold; returns the device for the new pool."""
+    sh(host, f"rm -rf {cold}; mkdir -p {cold}")
+    sh(
+        host,
+        f"zpool create -f -O mountpoint=/data data {host.scratch_devices[0]} "
+        "&& zfs create data/home && zfs create data/home/kid && zfs create data/arch "
+        "&& echo a > /data/home/a && echo k > /data/home/kid/k && echo z > /data/arch/z "
+        "&& zfs snapshot -r data@s1",
+    )
+    sh(host, " ".join([*zverify, "cold", "send", "data/arch", cold]))
+    return host.scratch_devices[1]
+
+
 def test_the_migration_is_ready_only_when_everything_after_it_still_chains(
     zfs_host, zverify_in_zfs_host
 ):
     host, zverify = zfs_host, zverify_in_zfs_host
-    old, new = host.scratch_devices[0], host.scratch_devices[1]
     cold = "/root/cutover-cold"
-    sh(host, f"rm -rf {cold}; mkdir -p {cold}")
-    sh(
-        host,
-        f"zpool create -f -O mountpoint=/data data {old} && zfs create data/home "
-        "&& zfs create data/home/kid && zfs create data/arch "
-        "&& echo a > /data/home/a && echo k > /data/home/kid/k && echo z > /data/arch/z "
-        "&& zfs snapshot -r data@s1",
-    )
     try:
+        new = seed_pool(host, zverify, cold)
         # the archive's base: @s1, kept by `cold send` as a bookmark, the snapshot then pruned
-        sh(host, " ".join([*zverify, "cold", "send", "data/arch", cold]))
         sh(host, "zfs list -H -t bookmark -o name -r data/arch | grep -q '#' && "
                  "zfs destroy data/arch@s1")  # fmt: skip
         sh(
@@ -63,6 +69,46 @@ def test_the_migration_is_ready_only_when_everything_after_it_still_chains(
         sh(host, "zpool scrub -w data")
         doc = cutover(host, zverify, *args, expect=1)
         assert of_kind(doc, "unverified-copy") == []
+    finally:
+        sh(host, "zpool destroy -f data; zpool destroy -f olddata; zpool destroy -f tmppool",
+           check=False)  # fmt: skip
+
+
+def test_the_migration_done_right_is_ready_once_scrubbed_and_its_archive_chains_on(
+    zfs_host, zverify_in_zfs_host
+):
+    """The same migration without the mistakes: the archive's base snapshot kept (so `send
+    -R` carries it), a touch-up `send -R -I` after the last write, the swap.  With --strict it
+    is NOT READY until `zpool scrub` of the new pool has finished after the receives; then
+    READY, and the cold archive takes its next incremental from the new pool and chains on."""
+    host, zverify = zfs_host, zverify_in_zfs_host
+    cold = "/root/cutover-cold-ok"
+    try:
+        new = seed_pool(host, zverify, cold)
+        sh(
+            host,
+            f"zfs snapshot -r data@move1 && zpool create -f tmppool {new} "
+            "&& zfs send -R data@move1 | zfs receive -F -u tmppool "
+            "&& echo late > /data/home/late && zfs snapshot -r data@move2 "
+            "&& zfs send -R -I @move1 data@move2 | zfs receive -F -u tmppool",
+        )
+        sh(
+            host,
+            "zpool export data && zpool import -o readonly=on data olddata "
+            "&& zpool export tmppool && zpool import tmppool data",
+        )
+        args = ("-r", "--pool-state", "--strict", "--cold", cold, "olddata", "data")
+        doc = cutover(host, zverify, *args, expect=1)
+        assert {f["kind"] for f in doc["findings"] if f["severity"] == "fail"} == {
+            "unverified-copy"
+        }, doc["findings"]
+        sh(host, "zpool scrub -w data")
+        doc = cutover(host, zverify, *args, expect=0)
+        assert doc["ready"] is True and doc["scope"] == "tree", doc
+        sh(host, "zfs snapshot data/arch@after")
+        sh(host, " ".join([*zverify, "cold", "send", "data/arch", cold]))
+        checked = sh(host, " ".join([*zverify, "cold", "check", "--dataset", "data/arch", cold]))
+        assert "INTACT" in checked.stdout and "@after" in checked.stdout, checked.stdout
     finally:
         sh(host, "zpool destroy -f data; zpool destroy -f olddata; zpool destroy -f tmppool",
            check=False)  # fmt: skip

@@ -78,3 +78,11 @@ def test_default_mountpoints_follow_the_pool_like_inherited_ones():
     tops = (src_top, dst_top)
     assert compare_properties(src_top, dst_top, tops, {}) == []
     assert compare_properties(child, replica, tops, {}) == []
+
+
+def test_a_temporary_value_is_how_the_pool_is_imported_not_drift():
+    """`zpool import -o readonly=on data olddata`: every dataset of the old pool shows
+    readonly=on (temporary); the copy must not be read-only, and is not drift."""
+    src = ds("olddata/home", readonly=("on", "temporary"), atime=("off", "local"))
+    dst = ds("data/home", readonly=("off", "default"), atime=("on", "local"))
+    assert found(src, dst) == [("property-drift", "fail", "atime")]
