@@ -125,7 +125,7 @@ def test_a_scratch_too_small_is_not_a_drill_and_leaves_nothing(
 ):
     host, zverify = zfs_release_host, zverify_in_release_host
     ds, _, there = archive
-    host.run(["sh", "-c", f"head -c 80M /dev/urandom > {ds.mountpoint}/big.bin"], check=True)
+    host.run(["sh", "-c", f"head -c 40M /dev/urandom > {ds.mountpoint}/big.bin"], check=True)
     host.run(["zfs", "snapshot", f"{ds.name}@s2"], check=True)
     zv(host, zverify, "cold", "send", ds.name, f"{there}/cold")
     doc = zv(
