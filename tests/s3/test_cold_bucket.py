@@ -491,3 +491,47 @@ def test_a_bucket_is_scrubbed_with_a_local_ledger(s3env: S3Env, tmp_path: Path) 
     assert results["fs@s1-s2.zfs"] == "damaged" and results["fs@s1.zfs"] == "proven"
     records = [json.loads(x) for x in proofs.read_text().splitlines()]
     assert [r["result"] for r in records if r["file"] == "fs@s1-s2.zfs"] == ["proven", "damaged"]
+
+
+def test_a_manifest_beside_a_stream_is_proven_and_found_by_its_snapshot_in_a_bucket(
+    s3env: S3Env, tmp_path: Path
+) -> None:
+    """`cold send --manifest` into a bucket leaves NAME.manifest named by NAME.json: check
+    reads it whole and holds it to the sidecar; a drill finds it by the snapshot's GUID and
+    copies it out proven (the drill itself needs ZFS: tests/cold/test_drill_zfs.py)."""
+    from zverify.cold import contents
+    from zverify.cold.s3 import S3Store
+    from zverify.errors import ColdError
+
+    upload(s3env, CHAIN_A)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f").write_bytes(b"kept\n")
+    made = zverify("manifest", "-q", str(tree), "-o", str(tmp_path / "m"))
+    assert made.returncode == 0, made.stderr
+    data = (tmp_path / "m").read_bytes()
+    guid = stream_guids("full_fs_s1.zstream")["zv/fs@s1"]
+    entry = {"file": "fs@s1.zfs.manifest", "bytes": len(data),
+             "sha256": hashlib.sha256(data).hexdigest(), "entries": 2}  # fmt: skip
+    side = {"dataset": "zv/fs", "to_guid": guid, "manifest": entry}
+    put = s3env.client.put_object
+    put(Bucket=s3env.bucket, Key="archive/fs@s1.zfs.manifest", Body=data)
+    put(Bucket=s3env.bucket, Key="archive/fs@s1.zfs.json", Body=json.dumps(side).encode())
+    assert problems(check(s3env, expect=0)) == []
+    store = S3Store(s3env.url, None)
+    found = contents.archived(store, int(guid))
+    assert found is not None and found[0] == "fs@s1.zfs.manifest"
+    contents.copy_proven(store, *found, str(tmp_path / "copy"))
+    assert (tmp_path / "copy").read_bytes() == data
+    put(Bucket=s3env.bucket, Key="archive/fs@s1.zfs.manifest", Body=data[:-1] + b"\0")
+    report = check(s3env, expect=1)
+    assert {(p["file"], p["kind"]) for p in problems(report)} == {
+        ("fs@s1.zfs", "manifest-mismatch")
+    }
+    with pytest.raises(ColdError, match="was replaced since it was listed"):
+        contents.copy_proven(store, *found, str(tmp_path / "again"))  # as listed before
+    store = S3Store(s3env.url, None)
+    found = contents.archived(store, int(guid))
+    assert found is not None
+    with pytest.raises(ColdError, match="is not the manifest its sidecar names"):
+        contents.copy_proven(store, *found, str(tmp_path / "again"))

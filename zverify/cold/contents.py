@@ -221,10 +221,15 @@ def copy_proven(
     store: Store, key: str, entry: dict[str, object], listed: FileStamp, to: str
 ) -> None:
     """The manifest copied to the new file `to`, proven on the way to be the bytes its sidecar
-    names (size and SHA-256): what is compared is what was proven.  Raises ColdError."""
+    names (size and SHA-256): what is compared is what was proven.  Raises ColdError, and
+    then leaves no file at `to`."""
     try:
         with open(to, "xb") as out:
-            _copy(store, key, entry, listed, out.write)
+            try:
+                _copy(store, key, entry, listed, out.write)
+            except BaseException:
+                os.unlink(to)
+                raise
     except OSError as err:
         raise ColdError(f"writing {to} failed: {err.strerror or err}") from None
 
