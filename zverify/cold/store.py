@@ -252,10 +252,14 @@ class LocalStore:
             os.close(fd)
 
     def read_small(self, key: str, expect: FileStamp | None, limit: int) -> bytes:
-        """Up to limit bytes of the regular file of key.  Raises OSError, entries.Changed."""
+        """Up to limit bytes of the regular file of key.  Raises OSError, entries.Changed
+        (also when the file was rewritten in place since expect: what was read is not it)."""
         fd = entries.open_regular(self.local_path(key), expect)
         try:
-            return os.read(fd, limit)
+            data = os.read(fd, limit)
+            if expect is not None and not expect.unchanged(os.fstat(fd)):
+                raise entries.Changed(f"{names.shown(key)} changed since it was listed: not read")
+            return data
         finally:
             os.close(fd)
 
