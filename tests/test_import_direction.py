@@ -21,7 +21,7 @@ import zverify
 
 PACKAGE = Path(zverify.__file__).resolve().parent
 
-# Top to bottom.  docs: README "How it works" names each unit's job.
+# Top to bottom.  docs: docs/ARCHITECTURE.md ("Every file's job") names each unit's job.
 LAYERS: list[set[str]] = [
     {"__main__"},  # the console script: guards the import of everything else
     {"cli"},  # typer commands: parse, one call, render, exit code

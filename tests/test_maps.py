@@ -1,8 +1,9 @@
 """The maps a newcomer reads first tell the truth about the tree.
 
-README's "How it works" block is written by hand (each line says what a file is *for*, which
-no generator can know); this test keeps it honest instead: every package under zverify/ and
-every C file under native/ has a line, and every line names a file that exists.
+The map of every file's job (docs/ARCHITECTURE.md, "Every file's job") is written by hand (each
+line says what a file is *for*, which no generator can know); this test keeps it honest instead:
+every package under zverify/ and every C file under native/ has a line, a package's line names
+each of its modules, and every line names a file that exists.
 """
 
 import ast
@@ -13,31 +14,40 @@ from tests.test_import_direction import LAYERS
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
+MAP_HEADING = "\n## Every file's job\n"
 
 # A map line: its name starts in column 0 (a top folder) or 2 (inside the last top folder).
 MAP_LINE = re.compile(r"^( {0,2})(\S+)")
 
 
 def _map_block() -> list[str]:
-    text = README.read_text()
-    section = text.split("\n## How it works\n", 1)[1]
+    section = ARCHITECTURE.read_text().split(MAP_HEADING, 1)[1]
     return section.split("```\n", 2)[1].splitlines()
 
 
-def readme_map() -> list[str]:
-    """Every path the README's map names, relative to the repository."""
-    paths, top = [], ""
+def map_lines() -> dict[str, str]:
+    """Each path the map names, relative to the repository, with its line's text."""
+    lines: dict[str, str] = {}
+    top = path = ""
     for line in _map_block():
         match = MAP_LINE.match(line)
         if match is None:  # a description carried on to the next line
+            lines[path] += " " + line.strip()
             continue
         indent, name = match.groups()
-        if indent:
-            paths.append(top + name)
-        else:
+        if not indent:
+            top = ""
+        path = top + name
+        if not indent:
             top = name
-            paths.append(name)
-    return paths
+        lines[path] = line[match.end() :].strip()
+    return lines
+
+
+def readme_map() -> list[str]:
+    """Every path the map names, relative to the repository."""
+    return list(map_lines())
 
 
 def test_the_map_is_found() -> None:
@@ -48,13 +58,29 @@ def test_the_map_is_found() -> None:
 
 def test_every_path_the_map_names_exists() -> None:
     missing = [path for path in readme_map() if not (REPO / path).exists()]
-    assert missing == [], "README 'How it works' names what is not in the tree"
+    assert missing == [], "the map in docs/ARCHITECTURE.md names what is not in the tree"
 
 
 def test_every_package_is_on_the_map() -> None:
     packages = {f"zverify/{p.parent.name}/" for p in (REPO / "zverify").glob("*/__init__.py")}
     assert len(packages) > 10
-    assert packages - set(readme_map()) == set(), "add the package to README 'How it works'"
+    assert packages - set(readme_map()) == set(), "add the package to the map"
+
+
+def _modules_of(package: Path) -> set[str]:
+    """The modules and subpackages a package's line must name: a/b.py is b, a/store/ is store."""
+    names = {p.stem for p in package.rglob("*.py") if p.name != "__init__.py"}
+    return names | {p.parent.name for p in package.rglob("*/__init__.py")}
+
+
+def test_a_package_line_names_each_of_its_modules() -> None:
+    unnamed = []
+    for path, text in map_lines().items():
+        if not (path.startswith("zverify/") and path.endswith("/") and path.count("/") == 2):
+            continue
+        words = set(re.findall(r"[\w]+", text))
+        unnamed += [f"{path}{m}" for m in sorted(_modules_of(REPO / path) - words)]
+    assert unnamed == [], "name each module on its package's line in the map"
 
 
 def test_every_c_file_is_on_the_map() -> None:
@@ -64,7 +90,7 @@ def test_every_c_file_is_on_the_map() -> None:
         for p in (REPO / "native" / folder).glob("*.[ch]")
     }
     assert len(c_files) > 15
-    assert c_files - set(readme_map()) == set(), "add the C file to README 'How it works'"
+    assert c_files - set(readme_map()) == set(), "add the C file to the map"
 
 
 # A file path as docstrings and C headers spell one: a/b.py, zv_x.c, tests/cold/, docs/x.md.
@@ -154,7 +180,6 @@ def test_the_reason_is_found_in_both_languages() -> None:
     assert not _says_why_long("A module that is long because of nothing said.")
 
 
-ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
 LAYER_LINE = re.compile(r"^\d+\. (`[\w_]+`(?:, `[\w_]+`)*)")
 
 
@@ -171,3 +196,4 @@ def test_the_architecture_page_lists_the_layers_the_import_test_holds() -> None:
 
 def test_the_readme_links_the_architecture_page() -> None:
     assert "(docs/ARCHITECTURE.md)" in README.read_text()
+
