@@ -1,6 +1,6 @@
 """`compare --write-lists` that mean, fed back, what they meant when written: to
 `zverify compare --files-from` (only what differed is checked again) and to real rsync (the
-lines README gives repair the copy).  Run through the installed console script."""
+lines docs/guide/compare.md gives repair the copy).  Run through the installed console script."""
 
 import json
 import os
@@ -86,7 +86,7 @@ def test_directory_metadata_does_not_stand_for_its_subtree(
 
 
 def test_lists_fed_to_rsync_repair_the_copy(damaged: tuple[Path, Path], tmp_path: Path) -> None:
-    """The README's lines: missing and differ with -r (a listed directory is its subtree)
+    """docs/guide/compare.md's lines: missing and differ with -r (a listed directory is its subtree)
     and -I (a rotted file has the size and mtime of the good one), then differ-dirs with no
     -r (each directory itself: its attributes, not its content), last because writing into
     a directory moves its mtime."""

@@ -1,7 +1,7 @@
 """Run the installed `zverify` under `mpirun`, next to a single-node run to hold it to.
 
 Open MPI refuses to run as root unless told it may (OMPI_ALLOW_RUN_AS_ROOT*, the recipe in
-README.md); --oversubscribe lets 4 ranks share this machine's cores.
+docs/guide/mpi.md); --oversubscribe lets 4 ranks share this machine's cores.
 """
 
 import os
