@@ -3,7 +3,8 @@
 The map of every file's job (docs/ARCHITECTURE.md, "Every file's job") is written by hand (each
 line says what a file is *for*, which no generator can know); this test keeps it honest instead:
 every package under zverify/ and every C file under native/ has a line, a package's line names
-each of its modules, and every line names a file that exists.
+each of its modules, and every line names a file that exists.  Every relative link in README.md
+and docs/ leads to a file.
 """
 
 import ast
@@ -197,3 +198,25 @@ def test_the_architecture_page_lists_the_layers_the_import_test_holds() -> None:
 def test_the_readme_links_the_architecture_page() -> None:
     assert "(docs/ARCHITECTURE.md)" in README.read_text()
 
+
+# A markdown link's target: ](path) or ](path#anchor); outside code spans and blocks is
+# not told apart, as no code in these pages holds a "](".
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _markdown_pages() -> list[Path]:
+    return [README, *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def test_every_relative_link_leads_to_a_file() -> None:
+    broken, seen = [], 0
+    for page in _markdown_pages():
+        for target in LINK.findall(page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            seen += 1
+            path = target.split("#", 1)[0]
+            if path and not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert seen > 30, "the pattern found too few links to be checking anything"
+    assert broken == []
