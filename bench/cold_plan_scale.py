@@ -21,7 +21,7 @@ import time
 
 
 def one(n: int) -> dict[str, float]:
-    from zverify.cold.check import ArchiveReport, FileReport
+    from zverify.cold.proof.check import ArchiveReport, FileReport
     from zverify.cold.prune import plan_prune
     from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 

@@ -41,7 +41,7 @@ PEER = "import boto3, sys; boto3.client('s3').upload_fileobj(sys.stdin.buffer, *
 # what cold send runs once `zfs send` is started: scanner -> writer -> proofs -> digests
 ZVERIFY = """
 import sys
-from zverify.cold.s3 import S3Store
+from zverify.cold.store.s3 import S3Store
 from zverify.sendstream.validate import verify_stream
 w = S3Store(sys.argv[1]).writer(sys.argv[2])
 report = verify_stream(0, relay_to=w.fd, decompress=False)

@@ -184,7 +184,9 @@ def test_the_man_page_names_every_variable_zverify_reads() -> None:
 
 
 def test_the_man_page_names_the_archive_files_cold_keeps() -> None:
-    from zverify.cold import ledger, lock, names, parity
+    from zverify.cold import names, parity
+    from zverify.cold.proof import ledger
+    from zverify.cold.store import lock
 
     files = _man_sections()["FILES"]
     for name in [*lock.FILES, *ledger.FILES, *names.WORK_DIRS]:

@@ -39,10 +39,10 @@ from tests.treebuilder import write
 from zverify import certificate as certificates
 from zverify import provenance, schemas
 from zverify.cli import app
-from zverify.cold import lock
-from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.operations import LockedChains, Pruned
+from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
 from zverify.cold.prune import blocked, plan_prune
+from zverify.cold.store import lock
 from zverify.report import cold as cold_report
 from zverify.report import compare_json as json_report
 from zverify.report import consolidate as consolidate_report

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zverify.cold.check import ArchiveReport, FileReport
+from zverify.cold.proof.check import ArchiveReport, FileReport
 from zverify.cold.prune import plan_prune
 from zverify.sendstream.chain import (
     ArchivedFile,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.cli.console import console_script, zverify
 from zverify.cold import names
-from zverify.cold.check import check_archive
+from zverify.cold.proof.check import check_archive
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"

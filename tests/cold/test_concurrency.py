@@ -1,4 +1,4 @@
-"""Two real processes of the installed `zverify cold ...` on one archive (zverify.cold.lock).
+"""Two real processes of the installed `zverify cold ...` on one archive (zverify.cold.store.lock).
 
 A stand-in `zfs` (standin.py) holds a send or a receive at a gate, so that the first command
 is in the middle of its work, holding its lock, while the second one runs: a second writer
@@ -19,7 +19,7 @@ import pytest
 
 from tests.cli.console import needs_installed_command
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, finish, plain_env, run, start, valid
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 pytestmark = needs_installed_command
 

@@ -24,7 +24,7 @@ from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1
 from tests.sendstream.streamgen import DRR, WRITE, resign, walk
 from tests.sendstream.test_synthesize import sender_ordered
 from zverify.cold import consolidate
-from zverify.cold.check import check_archive
+from zverify.cold.proof.check import check_archive
 
 NAME_S3 = "zv%2Ffs@s3.zfsfull"
 NAME_S2 = "zv%2Ffs@s2.zfsfull"

@@ -1,4 +1,4 @@
-"""A drill's ledger line (zverify.cold.ledger.DrillFacts) and what scrub makes of it, without
+"""A drill's ledger line (zverify.cold.proof.ledger.DrillFacts) and what scrub makes of it, without
 ZFS: the drills themselves run on real OpenZFS in tests/cold/test_drill_zfs.py.  A drill's
 line is read back as written, never stands for a stream's proof, and a line whose drill
 facts were edited into what no append writes is refused (exit 2, naming the line)."""
@@ -10,7 +10,7 @@ import pytest
 from tests.cli.console import zverify
 from tests.cold.test_check import FULL_S1
 from tests.cold.test_scrub import LEDGER, _forge, archive, scrub
-from zverify.cold.ledger import DrillFacts, Ledger, LedgerRecord, now
+from zverify.cold.proof.ledger import DrillFacts, Ledger, LedgerRecord, now
 from zverify.drill.rotation import most_overdue
 
 FACTS = DrillFacts(("a@1.zfsfull", "a@1-@2.zfsinc"), "zfs-2.1.11-1 / zfs-kmod-2.1.11-1", "x", 3)

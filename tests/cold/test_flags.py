@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cold.standin import STREAMS, ZfsStandIn, plain_env, run, valid
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 FULL = "zv%2Ffs@s1.zfsfull"
 INC = "zv%2Ffs@s1-@s2.zfsinc"

@@ -20,7 +20,7 @@ import pytest
 
 from tests.cli.console import console_script, needs_installed_command
 from tests.cold.standin import STREAMS, ZfsStandIn, plain_env, run, valid
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 pytestmark = [
     needs_installed_command,

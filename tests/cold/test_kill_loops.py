@@ -22,7 +22,7 @@ from typing import Any
 from tests.cli.console import needs_installed_command
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, plain_env, run, start
 from tests.sendstream.test_synthesize import sender_ordered
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 pytestmark = needs_installed_command
 POINTS = 14  # kill moments per command, evenly spread over an unkilled run's duration

@@ -21,7 +21,7 @@ import pytest
 
 from tests.cold.standin import STREAMS, ZfsStandIn, end_group, plain_env, run, start, valid
 from tests.cold.test_write_failures import leave_free, needs_root, small_filesystem
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 FULL = "zv%2Ffs@s1.zfsfull"
 INC = "zv%2Ffs@s1-@s2.zfsinc"

@@ -15,7 +15,7 @@ import pytest
 
 from tests.cli.console import console_script, zverify
 from tests.cold.standin import GUIDS, ZfsStandIn, plain_env, run, valid
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 FULL = "zv%2Ffs@s1.zfsfull"

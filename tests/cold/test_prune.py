@@ -15,7 +15,8 @@ from typing import Any
 
 from tests.cli.console import zverify
 from tests.sendstream.streamgen import resign
-from zverify.cold import ledger, lock
+from zverify.cold.proof import ledger
+from zverify.cold.store import lock
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 OLD_FULL = "zv%2Ffs@s1.zfsfull"

@@ -2,7 +2,7 @@
 order, and when nothing may go.  The seed scenario: @0..@9 in one chain, then a new full of
 @10 linked to it by @9 -> @10 (what `cold send --full` archives first)."""
 
-from zverify.cold.check import ArchiveReport, FileReport, Problem
+from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
 from zverify.cold.prune import plan_prune
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.cold import fakezfs
-from zverify.cold.check import check_archive
+from zverify.cold.proof.check import check_archive
 from zverify.cold.restore import plan_restore, receive_file, verify_files
 from zverify.errors import ColdError, UnrestorableError, ZfsError
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.cold import fakezfs
 from tests.cold.standin import ZfsStandIn, run
-from zverify.cold import ledger
 from zverify.cold.plan import SendPlan
+from zverify.cold.proof import ledger
 from zverify.cold.send import send_to_archive
 from zverify.errors import ColdError
 from zverify.zfs.inventory import Snap

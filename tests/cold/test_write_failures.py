@@ -20,7 +20,7 @@ import pytest
 
 from tests.cli.console import needs_installed_command
 from tests.cold.standin import STREAMS, ZfsStandIn, run
-from zverify.cold import lock
+from zverify.cold.store import lock
 
 pytestmark = needs_installed_command
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a filesystem needs root")

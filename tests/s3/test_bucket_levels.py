@@ -151,7 +151,7 @@ class _SmallPages:
 
 @pytest.mark.parametrize("versioned", [False, True])
 def test_subdirectories_and_objects_listed_over_many_pages(s3env: S3Env, versioned: bool) -> None:
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
 
     if versioned:
         s3env.client.put_bucket_versioning(

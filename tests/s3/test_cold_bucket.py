@@ -166,7 +166,7 @@ def test_prune_never_deletes_a_locked_chain_and_names_the_date(s3env_locked: S3E
 
 
 def test_an_object_replaced_by_one_of_the_same_size_is_never_deleted(s3env: S3Env) -> None:
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
 
     upload(s3env, CHAIN_A)
     store = S3Store(s3env.url)
@@ -417,8 +417,8 @@ def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
     s3env: S3Env,
 ) -> None:
     """What `cold send` writes through (the send itself runs on OpenZFS in tests/zfs)."""
-    from zverify.cold.s3 import S3Store
-    from zverify.cold.s3io import FIRST_PART, part_size
+    from zverify.cold.store.s3 import S3Store
+    from zverify.cold.store.s3io import FIRST_PART, part_size
 
     assert part_size(1) == FIRST_PART and part_size(1001) == 2 * FIRST_PART
     assert sum(part_size(n) for n in range(1, 10_001)) > 5 << 40  # S3's largest object
@@ -451,7 +451,7 @@ def test_a_store_writer_uploads_growing_parts_and_proves_what_the_server_stored(
 
 
 def test_a_discarded_writer_leaves_no_object_and_no_upload(s3env: S3Env) -> None:
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
 
     w = S3Store(s3env.url).writer("half.zfsfull")
     os.write(w.fd, b"x" * 100_000)
@@ -462,7 +462,7 @@ def test_a_discarded_writer_leaves_no_object_and_no_upload(s3env: S3Env) -> None
 
 def test_a_server_that_cannot_thaw_says_so_in_one_line(s3env: S3Env) -> None:
     """versitygw answers RestoreObject with NotImplemented (the thaw itself: test_standin.py)."""
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
     from zverify.errors import ColdError
 
     upload(s3env, CHAIN_A)
@@ -500,7 +500,7 @@ def test_a_manifest_beside_a_stream_is_proven_and_found_by_its_snapshot_in_a_buc
     reads it whole and holds it to the sidecar; a drill finds it by the snapshot's GUID and
     copies it out proven (the drill itself needs ZFS: tests/cold/test_drill_zfs.py)."""
     from zverify.cold import contents
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
     from zverify.errors import ColdError
 
     upload(s3env, CHAIN_A)

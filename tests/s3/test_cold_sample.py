@@ -20,7 +20,7 @@ from tests.sendstream.streamgen import StreamBuilder, walk
 pytestmark = [pytest.mark.s3, needs_installed_command]
 
 MIB = 1 << 20
-SLOT = 4 * MIB  # zverify.cold.sample.SLOT: a sample picks slots of this size
+SLOT = 4 * MIB  # zverify.cold.proof.sample.SLOT: a sample picks slots of this size
 
 
 def put(env: S3Env, key: str, data: bytes) -> Path:

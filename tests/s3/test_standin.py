@@ -150,7 +150,7 @@ def test_a_frozen_archive_is_unreadable_and_restore_thaw_asks_for_it(bucket) -> 
 
 def test_send_storage_class_applies_to_streams_not_sidecars(bucket) -> None:
     """The class new objects are written as (what `cold send --storage-class` passes)."""
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
 
     client, name = bucket
     store = S3Store(f"s3://{name}/archive", storage_class="STANDARD_IA")

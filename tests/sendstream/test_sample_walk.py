@@ -1,4 +1,4 @@
-"""The record walk behind `cold check --depth sample` (zv_stream_walk, zverify.cold.sample),
+"""The record walk behind `cold check --depth sample` (zv_stream_walk, zverify.cold.proof.sample),
 differentially: seeded random streams built by tests/sendstream/streamgen.py (written apart from
 zverify's parser, checksums by a plain-Python fletcher-4), walked in small windows from byte
 0 and from random places, with and without a flipped byte.
@@ -18,7 +18,7 @@ import random
 import pytest
 
 from tests.sendstream.streamgen import DRR, StreamBuilder, walk
-from zverify.cold import sample
+from zverify.cold.proof import sample
 
 CASES = 150
 

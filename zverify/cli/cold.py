@@ -1,7 +1,7 @@
 """`zverify cold send|check|restore|prune|clean|parity|repair|lock`: send streams archived as files
 (zverify.cold).
 
-Each command holds the archive's lock for its whole run (zverify.cold.lock): send as a
+Each command holds the archive's lock for its whole run (zverify.cold.store.lock): send as a
 writer, check and restore (and the dry runs) as readers; prune --yes, clean --yes, parity,
 repair and restore --repair exclusively.  A lock another zverify holds is refused at once
 (exit 2), or waited for up to --wait SECONDS.
@@ -274,7 +274,7 @@ def scrub(
     recorded in the ledger: repeated runs rotate through the archive.  Exit 0 every file
     read proven, 1 damage found, 2 could not read, or the ledger is not intact."""
     from zverify.cold import operations
-    from zverify.cold import scrub as scrubbing
+    from zverify.cold.proof import scrub as scrubbing
     from zverify.report import scrub as scrub_report
 
     budget = scrubbing.Budget(
@@ -809,7 +809,7 @@ def _store(
         return LocalStore(directories, recursive)
     if len(directories) > 1:
         raise UsageError("an s3:// archive is given alone: one URL, no directories beside it")
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
 
     return S3Store(urls[0], endpoint_url, storage_class=storage_class, recursive=recursive)
 

@@ -134,7 +134,7 @@ def _archives(places: list[str], endpoint_url: str | None) -> tuple[tuple[str, "
     if directories:
         stores.append((", ".join(directories), LocalStore(directories, False)))
     for url in (p for p in places if p.startswith("s3://")):
-        from zverify.cold.s3 import S3Store
+        from zverify.cold.store.s3 import S3Store
 
         stores.append((url, S3Store(url, endpoint_url)))
     return tuple(stores)

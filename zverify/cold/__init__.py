@@ -3,18 +3,20 @@
 operations (one function per command: lock, read, decide, act, and a result that knows its
 exit code; cli/cold.py calls it, report/cold.py renders it).
 
-Where the files are: store (the few operations every command needs of its storage: a local
-directory), s3 with s3api and s3io (a bucket behind the same interface; boto3 is imported in
-s3api alone), entries (a directory's entries, never trusted nor followed), names (the
-file-name convention and the suffixes of what lies beside the streams), lock (who may use an
-archive at the same time: flock(2) on lock files inside it), workdir (the work directories
-of parity and repair, and fsync_dir).
+Where the files are, the room store/: base (the few operations every command needs of its
+storage), local (a directory or several), s3 with s3api and s3io (a bucket behind the same
+interface; boto3 is imported in s3api alone), lock (who may use an archive at the same time:
+flock(2) on lock files inside it), workdir (the work directories of parity and repair, and
+fsync_dir).  Beside them: entries (a directory's entries, never trusted nor followed) and
+names (the file-name convention and the suffixes of what lies beside the streams).
 
-What is proven: check (read every file, rebuild every chain by GUID), metadata and sample
-(check's cheaper depths for buckets: listings and HEADs, then random runs of records read by
-range), sidecar (the NAME.json format: written by send, read by check and repair), parity
-(reading a stream's PAR2 parity) and protect (making it), ledger (the hash-chained record of
-every proof) and scrub (proving again over time, within a budget, oldest proof first).
+What is proven, the room proof/: check (read every file, rebuild every chain by GUID),
+metadata and sample (check's cheaper depths for buckets: listings and HEADs, then random runs
+of records read by range), ledger (the hash-chained record of every proof) and scrub
+(proving again over time, within a budget, oldest proof first).  The formats they read
+beside the streams: sidecar (the NAME.json format: written by send, read by check and
+repair), contents (NAME.manifest: the files of the snapshot sent), parity (reading a
+stream's PAR2 parity) and protect (making it).
 
 What is done: plan and send (the next stream, written as NAME.partial and renamed once
 proven), restore and thaw (the objects a bucket restore must bring back from an archive
@@ -25,6 +27,6 @@ The chain model itself is pure and lives in zverify.sendstream: rules (what `zfs
 accepts) and chain (what an archive restores, and the order its streams prove;
 docs/design/cold.md).
 
-No module here imports another inside a function: the imports form no loop
-(tests/cold/test_layers.py).
+No module here imports another inside a function: the imports form no loop, and each room
+stands only on what is below it (tests/cold/test_layers.py).
 """

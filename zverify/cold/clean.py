@@ -7,7 +7,7 @@ ever counts one as a stream, but `cold check` reports it and `cold prune` delete
 while one exists, so it is removed here, only when asked (--yes), and only when at that very
 moment all of this holds:
 
-* the caller holds the archive exclusively (zverify.cold.lock: no send, prune or reader runs);
+* the caller holds the archive exclusively (zverify.cold.store.lock: no send, prune or reader runs);
 * the entry is a regular file named *.partial with a single link, owned by root, the
   archive's owner or the user running zverify (zverify.cold.entries);
 * nobody holds its flock: the send writing a .partial holds it until the rename, so a file
@@ -27,11 +27,11 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from zverify.cold import entries, lock, names, workdir
+from zverify.cold import entries, names
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import WORK_DIRS
-from zverify.cold.store import LocalStore, Store
-from zverify.cold.workdir import fsync_dir
+from zverify.cold.store import LocalStore, Store, lock, workdir
+from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 
 from zverify import __version__, exitcodes, provenance
 from zverify.cold import contents, names, restore
-from zverify.cold.check import ArchiveReport, Problem, check_archive
 from zverify.cold.entries import FileStamp
+from zverify.cold.proof.check import ArchiveReport, Problem, check_archive
 from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
 from zverify.sendstream import compressed

@@ -24,27 +24,23 @@ from typing import Any
 
 from zverify import exitcodes
 from zverify.cold import (
-    check,
     clean,
     consolidate,
     contents,
-    ledger,
-    metadata,
     names,
     protect,
     prune,
     repair,
     restore,
-    sample,
-    scrub,
     send,
     sidecar,
     thaw,
-)  # fmt: skip
-from zverify.cold.check import ArchiveReport, ProgressHook
+)
 from zverify.cold.clean import Leftover
-from zverify.cold.ledger import Ledger, LedgerRecord
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
+from zverify.cold.proof import check, ledger, metadata, sample, scrub  # fmt: skip
+from zverify.cold.proof.check import ArchiveReport, ProgressHook
+from zverify.cold.proof.ledger import Ledger, LedgerRecord
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan

@@ -11,9 +11,10 @@ first and the index last, so that what is there at any moment is usable parity.
 
 import os
 
-from zverify.cold import names, parity, workdir
-from zverify.cold.check import ArchiveReport, FileReport
+from zverify.cold import names, parity
 from zverify.cold.entries import FileStamp
+from zverify.cold.proof.check import ArchiveReport, FileReport
+from zverify.cold.store import workdir
 from zverify.errors import ColdError
 from zverify.par2 import packets, tool
 

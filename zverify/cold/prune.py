@@ -19,7 +19,7 @@ which chains to keep and which files may go, with the chain model of zverify.sen
 
 Deletion order: per removed chain the files furthest from the full first, the full last, so
 that an interruption leaves a chain prefix that still restores.  The caller holds the archive
-exclusively (zverify.cold.lock: no send, no reader), and each file is lstat()ed again just
+exclusively (zverify.cold.store.lock: no send, no reader), and each file is lstat()ed again just
 before it is unlinked: it must still be the very regular file that was read (inode, size,
 modification time), else nothing more is deleted.  A sidecar and parity files go with their
 stream (before it) only when they are plain files.
@@ -30,8 +30,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from zverify.cold import consolidate, restore
-from zverify.cold.check import ArchiveReport, Problem
 from zverify.cold.names import MANIFEST, SIDECAR, shown
+from zverify.cold.proof.check import ArchiveReport, Problem
 from zverify.cold.send import BOOKMARK_PREFIX, HOLD_TAG
 from zverify.cold.store import Store, Unsynced
 from zverify.errors import ColdError, ZfsError, ZverifyError

@@ -1,6 +1,6 @@
 """`cold repair`: rebuild a damaged stream from its parity, prove it, and only then replace it.
 
-par2 rebuilds the stream into NAME.repair.partial/ (zverify.cold.workdir): the damaged file is
+par2 rebuilds the stream into NAME.repair.partial/ (zverify.cold.store.workdir): the damaged file is
 hard-linked in beside it (copied where links are not supported), as par2 reads only files
 under its base directory, and par2 never writes to it.  A stream with bytes that cannot be
 read (bad sectors: par2 would stop at the first) is copied instead, each unreadable sector
@@ -15,7 +15,7 @@ The rebuilt file is then proven as a stream of its own, completely:
 Only then is it renamed over NAME (atomic: NAME is always a whole file), after the damaged
 original was linked to NAME.damaged, which stays until `cold repair --remove-damaged` removes it.  A
 repair that is not possible, fails or is not proven replaces nothing.  The caller holds the
-archive exclusively (zverify.cold.lock).
+archive exclusively (zverify.cold.store.lock).
 
 Long because: rebuilding, proving and replacing are one transaction whose steps hand each
 other what they learned (the rescued sectors, the first intact record, the digests the
@@ -29,12 +29,12 @@ import shutil
 import stat
 from dataclasses import dataclass
 
-from zverify.cold import entries, names, workdir
-from zverify.cold.check import ArchiveReport, FileReport
+from zverify.cold import entries, names
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import DAMAGED, REPAIR_WORK, SIDECAR
-from zverify.cold.store import Store
-from zverify.cold.workdir import fsync_dir
+from zverify.cold.proof.check import ArchiveReport, FileReport
+from zverify.cold.store import Store, workdir
+from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ColdError
 from zverify.par2 import tool
 from zverify.sendstream import compressed

@@ -9,7 +9,7 @@ status of receive proves nothing.  Each receive is fed through the relay (receiv
 file is validated a second time as it goes to the kernel, so a file that changed after the
 first reading is stopped at its first bad record, before any of that record reaches receive.
 
-The caller holds the archive's readers' lock (zverify.cold.lock): no prune or clean deletes a
+The caller holds the archive's readers' lock (zverify.cold.store.lock): no prune or clean deletes a
 file of the plan meanwhile.  Files are opened without following a symlink or blocking on a
 FIFO, and must still be the very files the check read (zverify.cold.entries).
 """
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zverify.cold import entries
-from zverify.cold.check import ArchiveReport
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import shown
+from zverify.cold.proof.check import ArchiveReport
 from zverify.errors import ColdError, UnrestorableError
 from zverify.sendstream import compressed
 from zverify.sendstream.chain import ArchivedFile, Restorable

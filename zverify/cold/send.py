@@ -1,6 +1,6 @@
 """send_to_archive(): one `zfs send` into an archive file, proven before it is kept.
 
-The caller holds the archive's writers' lock (zverify.cold.lock).  The stream is written to
+The caller holds the archive's writers' lock (zverify.cold.store.lock).  The stream is written to
 NAME.partial (created exclusively, never through a symlink: two senders never share a file;
 flock()ed for as long as it is written, so that `cold check` sees a send in progress and
 `cold clean` never removes it) by the C scanner's relay as it validates the bytes (each written
@@ -31,12 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zverify.cold import contents, entries, ledger, lock, names, protect, sidecar
-from zverify.cold.check import stream_digest
+from zverify.cold import contents, entries, names, protect, sidecar
 from zverify.cold.entries import FileStamp
-from zverify.cold.ledger import LedgerRecord
 from zverify.cold.plan import SendPlan
-from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, refuse_existing
+from zverify.cold.proof import ledger
+from zverify.cold.proof.check import stream_digest
+from zverify.cold.proof.ledger import LedgerRecord
+from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, lock, refuse_existing
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream import compressed
 from zverify.sendstream.report import StreamReport

@@ -32,9 +32,9 @@ from stat import S_ISREG
 from typing import Any
 
 from zverify.cold import names, restore, sidecar
-from zverify.cold.check import ArchiveReport, beside_streams
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import SIDECAR
+from zverify.cold.proof.check import ArchiveReport, beside_streams
 from zverify.cold.store import IN_FLIGHT, Entry, Frozen, Store
 from zverify.errors import ColdError, UnrestorableError, ZverifyError
 from zverify.sendstream.chain import ArchivedFile, DatasetPlan, Restorable, Step, plan

@@ -7,8 +7,8 @@ is lost by the move, and nothing else says so before `zpool destroy`."""
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from zverify.cold.check import ArchiveReport
 from zverify.cold.operations import read_archive
+from zverify.cold.proof.check import ArchiveReport
 from zverify.cold.store import Store
 from zverify.cutover.checks import mapped, relative
 from zverify.cutover.findings import Finding, Severity, listed

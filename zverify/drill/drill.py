@@ -15,7 +15,7 @@ full profile, with what it must equal:
 Exit 0 only when the received tree equals it; 1 when it differs (naming the first paths) or
 the archive cannot restore the snapshot; 2 when the drill could not run or could not read
 (no space, no ZFS, a receive refused, nothing to compare with, an entry unreadable).  The
-scratch is destroyed in every case.  The drill is then one ledger record (zverify.cold.ledger)
+scratch is destroyed in every case.  The drill is then one ledger record (zverify.cold.proof.ledger)
 of what it received, with which OpenZFS, compared with what, and its result.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from zverify import exitcodes
 from zverify.cold import contents, operations
 from zverify.cold.entries import FileStamp
-from zverify.cold.ledger import DRILL_PREFIX, DrillFacts, Ledger, LedgerRecord, now
 from zverify.cold.names import shown
 from zverify.cold.operations import Bars, Events, RestoreOptions
+from zverify.cold.proof.ledger import DRILL_PREFIX, DrillFacts, Ledger, LedgerRecord, now
 from zverify.cold.store import LocalStore, Store
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import ComparePolicy

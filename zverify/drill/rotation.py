@@ -7,9 +7,9 @@ only fail on what the scrub already names."""
 from dataclasses import dataclass, replace
 
 from zverify import exitcodes
-from zverify.cold.ledger import Ledger
 from zverify.cold.operations import Bars, no_bars
-from zverify.cold.scrub import ScrubReport
+from zverify.cold.proof.ledger import Ledger
+from zverify.cold.proof.scrub import ScrubReport
 from zverify.cold.store import Store
 from zverify.drill.drill import Drilled, DrillOptions, drill
 

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from zverify import exitcodes, provenance
-from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.clean import Leftover
 from zverify.cold.names import for_json, shown
 from zverify.cold.operations import (
@@ -33,6 +32,7 @@ from zverify.cold.operations import (
     Sent,
 )  # fmt: skip
 from zverify.cold.parity import Parity
+from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, describe
 from zverify.cold.send import SentFile

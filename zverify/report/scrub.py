@@ -1,4 +1,4 @@
-"""Rendering of `cold scrub` (zverify.cold.scrub.ScrubReport): text whose last line is the
+"""Rendering of `cold scrub` (zverify.cold.proof.scrub.ScrubReport): text whose last line is the
 verdict, JSON (`zverify schema cold-scrub`) and a node_exporter textfile.
 
 The number to alert on is the age of the oldest proof: in JSON null, in the textfile +Inf,
@@ -12,10 +12,10 @@ from collections import defaultdict
 from typing import Any
 
 from zverify import exitcodes, provenance
-from zverify.cold.check import UNVERIFIED
 from zverify.cold.names import shown
+from zverify.cold.proof.check import UNVERIFIED
+from zverify.cold.proof.scrub import Scrubbed, ScrubReport
 from zverify.cold.repair import describe
-from zverify.cold.scrub import Scrubbed, ScrubReport
 from zverify.report.cold import file_key, json_name, parity_doc, problem_doc, text_lines
 
 SCHEMA = "zverify.cold-scrub/1"

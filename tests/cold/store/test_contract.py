@@ -48,7 +48,7 @@ def _directory(tmp_path: Path) -> Place:
 
 
 def _bucket(env: Any) -> Place:
-    from zverify.cold.s3 import S3Store
+    from zverify.cold.store.s3 import S3Store
 
     def put(key: str, data: bytes) -> None:
         env.client.put_object(Bucket=env.bucket, Key=f"archive/{key}", Body=data)

@@ -6,7 +6,7 @@ Nothing in the directory is followed or trusted (zverify.cold.entries): symlinks
 FIFOs, sockets and subdirectories are reported, never opened; a regular file is opened without
 following a symlink or blocking, and must still be the file that was listed; a file with other
 links or another owner is reported.  `.partial` files are never counted as part of a chain:
-one a running send holds (its flock, zverify.cold.lock) is noted as in progress, one nobody
+one a running send holds (its flock, zverify.cold.store.lock) is noted as in progress, one nobody
 holds is reported as the leftover of an interrupted send.  A file name that disagrees with its
 content is reported.  zverify's lock files are not archive entries.
 
@@ -18,7 +18,7 @@ listed, never read as a stream.
 
 Long because: it is one reader of an archive directory producing one report: every check
 feeds the same FileReport/ArchiveReport, and the formats it reads already live apart
-(sidecar.py, names.py, parity.py, sendstream/).
+(cold/sidecar.py, cold/names.py, cold/parity.py, sendstream/).
 """
 
 import contextlib
@@ -32,11 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify import exitcodes
-from zverify.cold import contents, entries, ledger, lock, names, parity, sidecar
+from zverify.cold import contents, entries, names, parity, sidecar
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import DAMAGED, MANIFEST, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
-from zverify.cold.store import Entry, LocalStore, Store
+from zverify.cold.proof import ledger
+from zverify.cold.store import Entry, LocalStore, Store, lock
 from zverify.errors import ColdError
 from zverify.sendstream.chain import (
     ArchivedFile,
@@ -234,7 +235,7 @@ BESIDE = (SIDECAR, MANIFEST, parity.SUFFIX, DAMAGED)  # beside the streams, neve
 
 def is_lock_file(entry: Entry) -> bool:
     """zverify's lock files are empty: a name alone hides nothing.  The proof ledger
-    (zverify.cold.ledger) is not empty, and is no stream either: a stream hidden under its
+    (zverify.cold.proof.ledger) is not empty, and is no stream either: a stream hidden under its
     name is missing from its chain, which says so."""
     st = entry.st
     if st is None or not stat.S_ISREG(st.st_mode):

@@ -14,15 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from zverify.cold import names
 from zverify.cold import sidecar as sidecar_file
-from zverify.cold.check import (
+from zverify.cold.entries import FileStamp
+from zverify.cold.names import SIDECAR
+from zverify.cold.proof.check import (
     ArchiveReport,
     FileReport,
     Problem,
     beside_streams,
     upload_report,
 )
-from zverify.cold.entries import FileStamp
-from zverify.cold.names import SIDECAR
 from zverify.cold.sidecar import MAX_BYTES
 from zverify.cold.store import IN_FLIGHT, Entry, Store
 

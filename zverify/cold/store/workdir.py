@@ -3,7 +3,7 @@ in the archive (the same filesystem: what is made there is renamed into place), 
 fsync_dir(), which makes a rename into the archive (or an unlink) durable.
 
 It is created new (never an existing one) and flock()ed for the run, like a send's .partial
-(zverify.cold.lock): `cold check` tells a running one from the leftover of a killed one, and
+(zverify.cold.store.lock): `cold check` tells a running one from the leftover of a killed one, and
 `cold clean` removes only a leftover.  It is removed at the end, whatever happened, by
 unlinking what is in it (never following or writing anything).
 """
@@ -13,7 +13,8 @@ import errno
 import os
 import time
 
-from zverify.cold import entries, lock, names
+from zverify.cold import entries, names
+from zverify.cold.store import lock
 from zverify.errors import ColdError
 
 SETTLE = 2.0  # seconds to wait for a FUSE filesystem's delayed release (.fuse_hidden files)

@@ -40,7 +40,8 @@ from typing import Any
 
 from zverify.cold import names
 from zverify.cold.entries import Changed, FileStamp
-from zverify.cold.s3api import (
+from zverify.cold.store.base import IN_FLIGHT, Entry, Frozen
+from zverify.cold.store.s3api import (
     Listed,
     Location,
     checksum_error,
@@ -50,8 +51,7 @@ from zverify.cold.s3api import (
     status,
     why,
 )
-from zverify.cold.s3io import Feed, Upload
-from zverify.cold.store import IN_FLIGHT, Entry, Frozen
+from zverify.cold.store.s3io import Feed, Upload
 from zverify.errors import ArchiveError, ColdError
 
 IDLE_SECONDS = 3600  # an upload without a new part for this long is no running send's

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zverify.cold.entries import FileStamp
-from zverify.cold.store import IN_FLIGHT
+from zverify.cold.store.base import IN_FLIGHT
 from zverify.errors import ArchiveError
 
 try:  # the s3 extra

@@ -23,7 +23,7 @@ from typing import Any
 
 from zverify.cold import names
 from zverify.cold.entries import Changed
-from zverify.cold.s3api import checksum_error, errors, new_xxh3, status, why
+from zverify.cold.store.s3api import checksum_error, errors, new_xxh3, status, why
 from zverify.errors import ColdError
 
 RESUMES = 5  # ranged GETs in a row that read nothing, before a read is given up

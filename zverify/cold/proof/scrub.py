@@ -1,11 +1,11 @@
 """scrub(): prove an archive's files again over time, within a budget, least recently proven
-first, keeping every proof in the ledger (zverify.cold.ledger).
+first, keeping every proof in the ledger (zverify.cold.proof.ledger).
 
 A proof stands for the file it was made of, in the archive it was made in, and nothing
 else (Ledger.open(path, archive_of(store)) keeps other archives' records apart): its record
 names the file as it was listed before it was read (device, inode, size, modification and
 change times; a bucket object's ETag and version id, size and LastModified: the stat of
-zverify.cold.s3), and when the file listed now differs in any of them (an archive copied
+zverify.cold.store.s3), and when the file listed now differs in any of them (an archive copied
 with its ledger, a file rewritten in place even at the same size and mtime), or the record
 names none (a line written before they were recorded), the file is unproven.  So is a proof
 dated later than now by more than SKEW: made while the clock was ahead, it says nothing of
@@ -35,9 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from zverify import exitcodes
-from zverify.cold import check, names, parity
-from zverify.cold.check import UNVERIFIED, FileReport, Problem, ProgressHook
-from zverify.cold.ledger import Ledger, LedgerRecord, now
+from zverify.cold import names, parity
+from zverify.cold.proof import check
+from zverify.cold.proof.check import UNVERIFIED, FileReport, Problem, ProgressHook
+from zverify.cold.proof.ledger import Ledger, LedgerRecord, now
 from zverify.cold.store import Entry, Store
 from zverify.errors import ArchiveError, ColdError
 

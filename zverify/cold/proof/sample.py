@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 from zverify import _zvcore
 from zverify.cold import names
-from zverify.cold.check import ArchiveReport, FileReport, Problem
 from zverify.cold.entries import Changed
-from zverify.cold.metadata import check_metadata
+from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
+from zverify.cold.proof.metadata import check_metadata
 from zverify.cold.store import IN_FLIGHT, Store
 from zverify.errors import ColdError
 

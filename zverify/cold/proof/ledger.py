@@ -21,7 +21,7 @@ A torn last line (bytes after the last newline: an append killed mid-write) is r
 (`torn`) and is not a tampering: the head never counted it.  The next append cuts it off
 before writing, under the ledger's lock: its proof is lost and is simply made again.
 
-A record says which bytes it proved: the archive (archive_of() in zverify.cold.scrub: the
+A record says which bytes it proved: the archive (archive_of() in zverify.cold.proof.scrub: the
 directory's real path and filesystem id, or the bucket's URL), and the file as it was listed
 before it was read (its filesystem's id, inode, modification and change times in ns; a bucket
 object's ETag and version id).  A proof stands only for that file of that archive: a ledger
@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from zverify import __version__, boundedjson
-from zverify.cold.workdir import fsync_dir
+from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ColdError
 
 NAME = ".zverify-ledger.jsonl"
@@ -118,7 +118,7 @@ class LedgerRecord:
     prev: str = GENESIS
     # what the proof is of (see the module's docstring); None on lines written before they
     # were recorded, which prove nothing any more
-    archive: str | None = None  # zverify.cold.scrub.archive_of()
+    archive: str | None = None  # zverify.cold.proof.scrub.archive_of()
     dev: int | None = None  # the file as listed before it was read: st_dev, st_ino, ...
     ino: int | None = None  # (a bucket object's: 0, a hash of its ETag and version id, ...)
     mtime_ns: int | None = None
@@ -217,7 +217,7 @@ class Ledger:
     def _of_archive(self) -> list[LedgerRecord]:
         """Another archive's proofs are never this one's: a file of the same name there is
         another file.  A line naming no archive is kept (its result still says "read it
-        first" when it failed); it proves nothing (no identity: see zverify.cold.scrub)."""
+        first" when it failed); it proves nothing (no identity: see zverify.cold.proof.scrub)."""
         if self.archive is None:
             return self.records
         return [r for r in self.records if r.archive in (None, self.archive)]
