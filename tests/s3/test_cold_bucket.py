@@ -511,15 +511,18 @@ def test_a_manifest_beside_a_stream_is_proven_and_found_by_its_snapshot_in_a_buc
     assert made.returncode == 0, made.stderr
     data = (tmp_path / "m").read_bytes()
     guid = stream_guids("full_fs_s1.zstream")["zv/fs@s1"]
-    entry = {"file": "fs@s1.zfs.manifest", "bytes": len(data),
+    entry = {"file": "fs@s1.zfs.manifest", "bytes": len(data), "snapshot": "zv/fs@s1",
              "sha256": hashlib.sha256(data).hexdigest(), "entries": 2}  # fmt: skip
     side = {"dataset": "zv/fs", "to_guid": guid, "manifest": entry}
     put = s3env.client.put_object
     put(Bucket=s3env.bucket, Key="archive/fs@s1.zfs.manifest", Body=data)
     put(Bucket=s3env.bucket, Key="archive/fs@s1.zfs.json", Body=json.dumps(side).encode())
     assert problems(check(s3env, expect=0)) == []
+    assert problems(check(s3env, "--depth", "metadata", expect=2)) != []  # unproven streams...
     store = S3Store(s3env.url, None)
-    found = contents.archived(store, int(guid))
+    assert contents.archived(store, int(guid), "s2") is None  # another name: not its manifest
+    assert contents.archived(store, int(guid), "s1", ["fs@s1-s2.zfs"]) is None  # not beside
+    found = contents.archived(store, int(guid), "s1", ["fs@s1.zfs"])
     assert found is not None and found[0] == "fs@s1.zfs.manifest"
     contents.copy_proven(store, *found, str(tmp_path / "copy"))
     assert (tmp_path / "copy").read_bytes() == data
@@ -531,7 +534,11 @@ def test_a_manifest_beside_a_stream_is_proven_and_found_by_its_snapshot_in_a_buc
     with pytest.raises(ColdError, match="was replaced since it was listed"):
         contents.copy_proven(store, *found, str(tmp_path / "again"))  # as listed before
     store = S3Store(s3env.url, None)
-    found = contents.archived(store, int(guid))
+    found = contents.archived(store, int(guid), "s1")
     assert found is not None
     with pytest.raises(ColdError, match="is not the manifest its sidecar names"):
         contents.copy_proven(store, *found, str(tmp_path / "again"))
+    s3env.client.delete_object(Bucket=s3env.bucket, Key="archive/fs@s1.zfs.manifest")
+    metadata = check(s3env, "--depth", "metadata", expect=2)  # ...and a finding without a read
+    found_kinds = {(p["file"], p["kind"]) for p in problems(metadata)}
+    assert ("fs@s1.zfs", "manifest-mismatch") in found_kinds, found_kinds

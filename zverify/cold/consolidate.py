@@ -489,7 +489,8 @@ def _carry_manifest(
     sidecar's entry, what went wrong in words)."""
     assert report.store is not None and result.route is not None
     try:
-        return contents.carry(report.store, into, result.name, result.route.guid), None
+        route = result.route
+        return contents.carry(report.store, into, result.name, route.guid, route.snapshot), None
     except ColdError as err:
         return None, f"the manifest of its snapshot was not carried over: {err}"
 

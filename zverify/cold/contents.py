@@ -17,7 +17,7 @@ A restore never needs it, and `cold prune` deletes it with its stream.
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -112,9 +112,12 @@ def check(
     streams: list[tuple[str, bool]],
     sidecars: dict[str, FileStamp],
     manifests: dict[str, FileStamp],
+    read: bool = True,
 ) -> Iterator[tuple[str, str, str]]:
     """(file, kind, message) of every doubt about the manifests: streams are (name, intact)
-    of the files read as streams, sidecars and manifests the files listed beside them."""
+    of the files read as streams, sidecars and manifests the files listed beside them.
+    read False (`check --depth metadata`): each manifest's listed size is held to its
+    sidecar's, no byte of it read."""
     here = {name for name, _ in streams}
     named: set[str] = set()
     for stream, intact in streams:
@@ -125,7 +128,7 @@ def check(
         named.add(key)
         if not intact:  # its stream's own problem says more; the manifest is still its
             continue
-        problem = _verify(store, stream, entry, manifests.get(key))
+        problem = _verify(store, stream, entry, manifests.get(key), read)
         if problem is not None:
             yield stream, *problem
     for key in sorted(manifests.keys() - named):
@@ -153,7 +156,7 @@ def _sidecar(store: Store, key: str, listed: FileStamp) -> dict[str, object] | N
 
 
 def _verify(
-    store: Store, stream: str, entry: dict[str, object], listed: FileStamp | None
+    store: Store, stream: str, entry: dict[str, object], listed: FileStamp | None, read: bool
 ) -> tuple[str, str] | None:
     key = name_of(stream)
     shown = names.shown(os.path.basename(key))
@@ -161,6 +164,13 @@ def _verify(
         return MISMATCH, f"its sidecar names the manifest {entry.get('file')!r}, not {shown}"
     if listed is None:
         return MISMATCH, f"its sidecar names the manifest {shown}, which is not here"
+    if not read:
+        if listed.size == entry.get("bytes"):
+            return None
+        return (
+            MISMATCH,
+            f"{shown} is listed with {listed.size:,} bytes, its sidecar {entry.get('bytes')}",
+        )
     try:
         size, digest = _digest(store, key, listed)
     except entries.Changed as err:
@@ -195,11 +205,17 @@ def _digest(store: Store, key: str, listed: FileStamp) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def archived(store: Store, guid: int) -> tuple[str, dict[str, object], FileStamp] | None:
-    """The manifest a sidecar names for the snapshot of this GUID: (its key, the sidecar's
-    entry, the file listed), or None when the archive keeps none."""
+def archived(
+    store: Store, guid: int, snapshot: str, beside: Collection[str] | None = None
+) -> tuple[str, dict[str, object], FileStamp] | None:
+    """The manifest of the snapshot of this GUID and name (the part after @): (its key, the
+    sidecar's entry, the file listed), or None when the archive keeps none.  beside: only a
+    manifest beside one of these streams (a drill's: the last file of the route it received,
+    which it proved ends at that GUID), since a sidecar's GUID is a claim until its stream is
+    read.  The first of several, in key order."""
     listed = {e.key: e for e in store.entries() if e.st is not None and e.error is None}
-    for key in sorted(k for k in listed if k.endswith(names.MANIFEST)):
+    keys = (name_of(s) for s in beside) if beside is not None else sorted(listed)
+    for key in (k for k in keys if k.endswith(names.MANIFEST) and k in listed):
         side = listed.get(stream_of(key) + names.SIDECAR)
         if side is None or side.st is None:
             continue
@@ -210,6 +226,7 @@ def archived(store: Store, guid: int) -> tuple[str, dict[str, object], FileStamp
             and doc.get("to_guid") == str(guid)
             and isinstance(entry, dict)
             and entry.get("file") == os.path.basename(key)
+            and str(entry.get("snapshot", "")).partition("@")[2] == snapshot
         ):
             st = listed[key].st
             assert st is not None
@@ -234,12 +251,14 @@ def copy_proven(
         raise ColdError(f"writing {to} failed: {err.strerror or err}") from None
 
 
-def carry(source: Store, into: Store, stream: str, guid: int) -> dict[str, object] | None:
+def carry(
+    source: Store, into: Store, stream: str, guid: int, snapshot: str
+) -> dict[str, object] | None:
     """The manifest source keeps of the snapshot of guid, copied (proven on the way) beside
     stream in into: a new full of the same snapshot (`cold consolidate`) holds the same files,
     and keeps its proof of content once prune removes the chain it was made from.  Returns
     the sidecar's entry, or None when source keeps no manifest of it.  Raises ColdError."""
-    kept = archived(source, guid)
+    kept = archived(source, guid, snapshot)
     if kept is None:
         return None
     key, entry, listed = kept
@@ -284,7 +303,11 @@ def _copy(
         if isinstance(err, OSError):
             raise ColdError(f"reading {shown} failed: {err.strerror or err}") from None
         raise
-    if store.finish_read(key, fd) != listed:
+    try:
+        after = store.finish_read(key, fd)
+    except OSError as err:  # a bucket read that broke off more often than it resumed
+        raise ColdError(f"reading {shown} failed: {err.strerror or err}") from None
+    if after != listed:
         raise ColdError(f"{shown} changed while it was read")
     if size != entry.get("bytes") or h.hexdigest() != entry.get("sha256"):
         raise ColdError(f"{shown} is not the manifest its sidecar names: `cold check` says more")

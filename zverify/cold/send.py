@@ -29,7 +29,7 @@ import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from zverify.cold import contents, entries, names, protect, sidecar
 from zverify.cold.entries import FileStamp
@@ -109,7 +109,8 @@ def send_to_archive(
             raise ColdError(f"{err}; {left}") from None
         raise
     sent = f"archived {names.shown(name)} ({report.size:,} bytes, proven)"
-    manifest, unrecorded = _write_manifest(store, name, f"{dataset}@{plan.to.name}", recorder)
+    snapshot = f"{dataset}@{plan.to.name}"
+    manifest, unrecorded = _write_manifest(store, name, snapshot, plan.to.guid, recorder)
     extra: dict[str, object] = {**digests, **({contents.KEY: manifest} if manifest else {})}
     missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, extra)
     missing = "; ".join(m for m in (unrecorded, missing) if m) or None
@@ -130,16 +131,36 @@ def send_to_archive(
 
 
 def _write_manifest(
-    store: Store, name: str, snapshot: str, recorder: contents.Recorder | None
+    store: Store, name: str, snapshot: str, guid: int, recorder: contents.Recorder | None
 ) -> tuple[dict[str, object] | None, str | None]:
     """NAME.manifest of the snapshot sent -> (the sidecar's entry, what went wrong in
     words): like the sidecar, never needed to restore, so its failure keeps the stream."""
     if recorder is None:
         return None, None
     try:
-        return contents.record(store, name, snapshot, recorder), None
-    except ZverifyError as err:
-        return None, f"its manifest was not recorded: {err}"
+        return contents.record(store, name, snapshot, _same_snapshot(recorder, guid)), None
+    except (ZverifyError, OSError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else err
+        return None, f"its manifest was not recorded: {why}"
+
+
+def _same_snapshot(recorder: contents.Recorder, guid: int) -> contents.Recorder:
+    """The recorder, then proof that the snapshot it walked by name is still the one sent
+    (the same GUID): a snapshot destroyed and made again under its name meanwhile is
+    another snapshot, whose manifest would bind other files to the stream."""
+
+    def record(snapshot: str, out: BinaryIO) -> contents.Recorded:
+        recorded = recorder(snapshot, out)
+        dataset, _, name = snapshot.partition("@")
+        now = {s.name: s.guid for s in inventory.snapshots(dataset) if not s.bookmark}
+        if now.get(name) != guid:
+            raise ColdError(
+                f"{snapshot} is not the snapshot sent any more (guid {now.get(name)}, not "
+                f"{guid}): its manifest is not kept"
+            )
+        return recorded
+
+    return record
 
 
 def _proof(name: str, dataset: str, report: StreamReport) -> LedgerRecord:

@@ -145,7 +145,7 @@ def _run(
         if against is not None:
             result.compared = _compare(received, against, options.threads)
             return
-        kept = contents.archived(store, chosen.guid)
+        kept = contents.archived(store, chosen.guid, chosen.snapshot, chosen.files[-1:])
         if kept is None:
             raise ColdError(
                 f"{chosen.dataset}@{chosen.snapshot} (guid {chosen.guid}) was received, but "

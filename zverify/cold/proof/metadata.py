@@ -12,10 +12,10 @@ file's `stored` facts say which were.
 import stat
 from concurrent.futures import ThreadPoolExecutor
 
-from zverify.cold import names
+from zverify.cold import contents, names
 from zverify.cold import sidecar as sidecar_file
 from zverify.cold.entries import FileStamp
-from zverify.cold.names import SIDECAR
+from zverify.cold.names import MANIFEST, SIDECAR
 from zverify.cold.proof.check import (
     ArchiveReport,
     FileReport,
@@ -60,12 +60,34 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
         for key in sorted(sidecars)
         if key[: -len(SIDECAR)] not in streams
     ]
+    stray += _manifests(store, files, listed)
     if dataset is not None:
         files = [f for f in files if (f.stored or {}).get("dataset") in (None, dataset)]
     stray += [Problem(store.shown, kind, message) for kind, message in store.hazards()]
     report = ArchiveReport(store.shown, files, {}, {}, stray, [], None, store, store.places)
     report.depth = DEPTH
     return report
+
+
+def _manifests(store: Store, files: list[FileReport], listed: list[Entry]) -> list[Problem]:
+    """The manifests beside the streams (zverify.cold.contents), by their listed sizes: one a
+    sidecar names and the listing lacks is known without reading a byte."""
+    stamps = {
+        e.key: FileStamp.of(e.st)
+        for e in listed
+        if e.st is not None and e.key.endswith((SIDECAR, MANIFEST))
+    }
+    sidecars = {k: s for k, s in stamps.items() if k.endswith(SIDECAR)}
+    manifests = {k: s for k, s in stamps.items() if k.endswith(MANIFEST)}
+    by_name = {f.name: f for f in files}
+    streams = [(f.name, f.readable) for f in files if f.kind != "partial"]
+    stray = []
+    for name, kind, message in contents.check(store, streams, sidecars, manifests, read=False):
+        if name in by_name:
+            by_name[name].problems.append(Problem(name, kind, message))
+        else:
+            stray.append(Problem(name, kind, message))
+    return stray
 
 
 def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
