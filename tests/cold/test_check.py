@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.cli.console import console_script, zverify
 from zverify.cold import names
 from zverify.cold.proof.check import check_archive
+from zverify.cold.store import LocalStore
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
@@ -315,7 +316,7 @@ def test_only_an_empty_file_with_a_lock_files_name_is_passed_over(tmp_path: Path
 
 def test_check_needs_no_zfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no zfs, no zpool
-    report = check_archive(str(archive(tmp_path, FULL_S1, INC_S1_S2)))
+    report = check_archive(LocalStore([str(archive(tmp_path, FULL_S1, INC_S1_S2))]))
     assert report.exit_code == 0
 
 

@@ -28,6 +28,7 @@ from tests.cold.test_check import (
 from zverify.cold.plan import SendPlan
 from zverify.cold.restore import receive_file
 from zverify.cold.send import send_to_archive
+from zverify.cold.store import LocalStore
 from zverify.errors import ColdError, UnrestorableError
 from zverify.zfs.inventory import Snap
 
@@ -220,7 +221,7 @@ def test_send_compress_a_damaged_stream_leaves_nothing(
     cold.mkdir()
     plan = SendPlan(Snap("s1", int(guid("s1")), 10), None, None, False, "test")
     with pytest.raises(ColdError, match="not valid"):
-        send_to_archive("zv/fs", str(cold), plan, [], compress=("zstd", None))
+        send_to_archive("zv/fs", LocalStore([str(cold)]), plan, [], compress=("zstd", None))
     assert list(cold.iterdir()) == []
 
 
@@ -238,7 +239,7 @@ def test_send_compress_a_full_filesystem_leaves_nothing(
     try:
         plan = SendPlan(Snap("s1", int(guid("s1")), 10), None, None, False, "test")
         with pytest.raises(ColdError, match="No space left"):
-            send_to_archive("zv/fs", str(cold), plan, [], compress=("gzip", 1))
+            send_to_archive("zv/fs", LocalStore([str(cold)]), plan, [], compress=("gzip", 1))
         assert list(cold.iterdir()) == []
     finally:
         subprocess.run(["umount", str(cold)], check=True)

@@ -25,6 +25,7 @@ from tests.sendstream.streamgen import DRR, WRITE, resign, walk
 from tests.sendstream.test_synthesize import sender_ordered
 from zverify.cold import consolidate
 from zverify.cold.proof.check import check_archive
+from zverify.cold.store import LocalStore
 
 NAME_S3 = "zv%2Ffs@s3.zfsfull"
 NAME_S2 = "zv%2Ffs@s2.zfsfull"
@@ -63,7 +64,7 @@ def test_each_substream_of_a_package_gets_its_own_reader(tmp_path: Path, packed:
     root = archive(tmp_path, FULL_S1, PKG_S1_S3)
     if packed:
         subprocess.run(["zstd", "-q", "--rm", str(root / PKG_S1_S3)], check=True)
-    report = check_archive(str(root))
+    report = check_archive(LocalStore([str(root)]))
     route = consolidate.route_of(report, "s3")
     pkg = PKG_S1_S3 + (".zst" if packed else "")
     assert [(link.file, link.index, link.snapshot) for link in route.links] == [
@@ -86,7 +87,7 @@ def test_each_substream_of_a_package_gets_its_own_reader(tmp_path: Path, packed:
 
 
 def test_route_to_a_snapshot_inside_a_package_stops_there(tmp_path: Path) -> None:
-    report = check_archive(str(archive(tmp_path, FULL_S1, PKG_S1_S3)))
+    report = check_archive(LocalStore([str(archive(tmp_path, FULL_S1, PKG_S1_S3))]))
     route = consolidate.route_of(report, "s2")
     assert [link.snapshot for link in route.links] == ["s1", "s2"]
     assert consolidate.full_name(route) == NAME_S2

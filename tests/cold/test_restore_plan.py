@@ -12,6 +12,7 @@ from tests.cli.console import zverify
 from tests.cold import fakezfs
 from zverify.cold.proof.check import check_archive
 from zverify.cold.restore import plan_restore, receive_file, verify_files
+from zverify.cold.store import LocalStore
 from zverify.errors import ColdError, UnrestorableError, ZfsError
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
@@ -32,7 +33,7 @@ def cold(tmp_path: Path) -> Path:
 
 
 def test_default_is_the_newest_and_a_guid_selects_too(cold: Path) -> None:
-    report = check_archive(str(cold))
+    report = check_archive(LocalStore([str(cold)]))
     newest = plan_restore(report, "tank/r", None)
     assert newest.snapshot.snapshot == "s3" and newest.files == tuple(FILES)
     by_guid = plan_restore(report, "tank/r", "8984490087068245054")
@@ -42,7 +43,7 @@ def test_default_is_the_newest_and_a_guid_selects_too(cold: Path) -> None:
 
 
 def test_a_file_damaged_after_planning_is_refused_before_any_receive(cold: Path) -> None:
-    report = check_archive(str(cold))
+    report = check_archive(LocalStore([str(cold)]))
     plan = plan_restore(report, "tank/r", None)
     last = cold / "zv%2Ffs@s1-@s2.zfsinc"
     data = bytearray(last.read_bytes())
@@ -55,8 +56,8 @@ def test_a_file_damaged_after_planning_is_refused_before_any_receive(cold: Path)
 def test_several_datasets_need_dataset(cold: Path) -> None:
     shutil.copy(STREAMS / "raw_w_enc_s1.zstream", cold / "zv%2Fenc@s1.zfsfull")
     with pytest.raises(ColdError, match="--dataset"):
-        plan_restore(check_archive(str(cold)), "tank/r", None)
-    plan = plan_restore(check_archive(str(cold), "zv/enc"), "tank/r", None)
+        plan_restore(check_archive(LocalStore([str(cold)])), "tank/r", None)
+    plan = plan_restore(check_archive(LocalStore([str(cold)]), "zv/enc"), "tank/r", None)
     assert plan.files == ("zv%2Fenc@s1.zfsfull",)
 
 

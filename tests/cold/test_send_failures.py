@@ -17,6 +17,7 @@ from tests.cold.standin import ZfsStandIn, run
 from zverify.cold.plan import SendPlan
 from zverify.cold.proof import ledger
 from zverify.cold.send import send_to_archive
+from zverify.cold.store import LocalStore
 from zverify.errors import ColdError
 from zverify.zfs.inventory import Snap
 
@@ -48,7 +49,7 @@ def test_zfs_send_failing_midway_leaves_nothing(
     fake_zfs(monkeypatch, tmp_path, "full_fs_s1.zstream", 1, head=200_000)
     cold = archive_dir(tmp_path)
     with pytest.raises(ColdError, match="simulated failure"):
-        send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
+        send_to_archive("zv/fs", LocalStore([str(cold)]), plan_full_s1(), [])
     assert list(cold.iterdir()) == []
 
 
@@ -60,7 +61,7 @@ def test_a_stream_other_than_planned_is_refused(
     )  # a valid stream, of another snapshot
     cold = archive_dir(tmp_path)
     with pytest.raises(ColdError, match="not 0 to 4034521428903744376 as planned"):
-        send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
+        send_to_archive("zv/fs", LocalStore([str(cold)]), plan_full_s1(), [])
     assert list(cold.iterdir()) == []
 
 
@@ -71,7 +72,7 @@ def test_a_damaged_stream_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyP
     fake_zfs(monkeypatch, tmp_path, str(tmp_path / "bad.zstream"), 0)
     cold = archive_dir(tmp_path)
     with pytest.raises(ColdError, match="not valid"):
-        send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
+        send_to_archive("zv/fs", LocalStore([str(cold)]), plan_full_s1(), [])
     assert list(cold.iterdir()) == []
 
 
@@ -84,7 +85,7 @@ def test_a_full_archive_filesystem_leaves_nothing(
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(cold)], check=True)
     try:
         with pytest.raises(ColdError, match="No space left on device"):
-            send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
+            send_to_archive("zv/fs", LocalStore([str(cold)]), plan_full_s1(), [])
         assert list(cold.iterdir()) == []
     finally:
         subprocess.run(["umount", str(cold)], check=True)
@@ -97,7 +98,7 @@ def test_an_existing_partial_is_never_overwritten(
     cold = archive_dir(tmp_path)
     (cold / "zv%2Ffs@s1.zfsfull.partial").write_bytes(b"another run")
     with pytest.raises(ColdError, match="left by an interrupted send"):
-        send_to_archive("zv/fs", str(cold), plan_full_s1(), [])
+        send_to_archive("zv/fs", LocalStore([str(cold)]), plan_full_s1(), [])
     assert (cold / "zv%2Ffs@s1.zfsfull.partial").read_bytes() == b"another run"
 
 

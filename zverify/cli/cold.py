@@ -799,19 +799,10 @@ def _store(
     storage_class: str | None = None,
 ) -> "Store":
     """The places of the archive (directories, or one s3:// URL).  Raises ArchiveError
-    naming one that cannot be read.  boto3 is loaded only for a URL (~0.3 s of start-up)."""
-    from zverify.cold.store import LocalStore
+    naming one that cannot be read."""
+    from zverify.cold.store import open_store
 
-    urls = [d for d in directories if d.startswith("s3://")]
-    if not urls and storage_class is not None:
-        raise UsageError("--storage-class is for s3:// archives")
-    if not urls:
-        return LocalStore(directories, recursive)
-    if len(directories) > 1:
-        raise UsageError("an s3:// archive is given alone: one URL, no directories beside it")
-    from zverify.cold.store.s3 import S3Store
-
-    return S3Store(urls[0], endpoint_url, storage_class=storage_class, recursive=recursive)
+    return open_store(directories, recursive, endpoint_url, storage_class)
 
 
 def _split_places(arguments: list[str]) -> tuple[list[str], list[str]]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from zverify.cold import entries, names
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import WORK_DIRS
-from zverify.cold.store import LocalStore, Store, lock, workdir
+from zverify.cold.store import Store, lock, workdir
 from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
@@ -48,7 +48,7 @@ def clean(store: Store, remove: bool) -> list[Leftover]:
     """Every *.partial of the store's places, in name order; with remove, the leftovers
     removed.  Raises ArchiveError when a place cannot be listed, ColdError when a removal
     fails."""
-    if not isinstance(store, LocalStore):
+    if not store.uses_local_files:
         return _clean_uploads(store, remove)
     found = []
     for entry in store.entries():

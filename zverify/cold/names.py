@@ -30,6 +30,7 @@ FULL, INCREMENTAL, INTERMEDIATE = ".zfsfull", ".zfsinc", ".zfsincstream"
 PARTIAL = ".partial"  # NAME.partial: a stream being written, never part of a chain
 SIDECAR = ".json"  # NAME.json beside a stream: metadata for people, never needed to restore
 MANIFEST = ".manifest"  # NAME.manifest: the files of the snapshot it sends (cold.contents)
+LEDGER = ".zverify-ledger.jsonl"  # the proof ledger a directory archive keeps (proof/ledger.py)
 DAMAGED = ".damaged"  # NAME.damaged: the original of a repaired stream, kept until removed
 PARITY_WORK = ".parity.partial"  # the directory parity is made in
 REPAIR_WORK = ".repair.partial"  # the directory a repair runs in

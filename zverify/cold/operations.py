@@ -38,14 +38,14 @@ from zverify.cold import (
 )
 from zverify.cold.clean import Leftover
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
-from zverify.cold.proof import check, ledger, metadata, sample, scrub  # fmt: skip
+from zverify.cold.proof import check, metadata, sample, scrub  # fmt: skip
 from zverify.cold.proof.check import ArchiveReport, ProgressHook
 from zverify.cold.proof.ledger import Ledger, LedgerRecord
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
-from zverify.cold.store import LocalStore, Store
+from zverify.cold.store import Store
 from zverify.errors import ColdError, UnrestorableError, UsageError
 from zverify.zfs import inventory, ops
 
@@ -194,7 +194,7 @@ Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repair
 
 
 def read_archive(
-    store: Store | str, dataset: str | None = None, progress: ProgressHook | None = None
+    store: Store, dataset: str | None = None, progress: ProgressHook | None = None
 ) -> ArchiveReport:
     """check_archive(); a place that cannot be listed is ArchiveError (exit 2), named."""
     return check.check_archive(store, dataset, progress)
@@ -237,9 +237,9 @@ def _existing_ledger(store: Store, path: str | None) -> Ledger | None:
     """The ledger a check records in: the one given, else the archive's own if it has one."""
     if path is not None:
         return Ledger.open(path, scrub.archive_of(store))
-    if not isinstance(store, LocalStore):
+    own = store.ledger_path()
+    if own is None:
         return None
-    own = ledger.default_path(store.places[0])
     return Ledger.open(own, scrub.archive_of(store)) if os.path.lexists(own) else None
 
 
@@ -274,9 +274,10 @@ def _per_file(hook: Hook | None) -> ProgressHook | None:
 def open_ledger(store: Store, path: str | None) -> Ledger:
     """The ledger at path, else the archive's own (in its first directory).  A bucket's
     ledger is a local file given with --ledger.  Raises ColdError, ledger.Tampered."""
-    if path is None and not isinstance(store, LocalStore):
+    path = path or store.ledger_path()
+    if path is None:
         raise UsageError(f"{store.shown}: a bucket keeps no ledger here: give --ledger PATH")
-    return Ledger.open(path or ledger.default_path(store.places[0]), scrub.archive_of(store))
+    return Ledger.open(path, scrub.archive_of(store))
 
 
 def scrub_places(
@@ -306,7 +307,7 @@ class SendOptions:
 
 def send_next(
     dataset: str,
-    store: Store | str,
+    store: Store,
     options: SendOptions,
     wait: float,
     bars: Bars = no_bars,
@@ -317,9 +318,7 @@ def send_next(
     goes into the store's first place; the chain is read from all of them (`--also`), each
     locked as a writer's (in the store's fixed order: no deadlock with another command)."""
     events = events or Events()
-    store = LocalStore([store]) if isinstance(store, str) else store
-    # the new file goes into the first place (a bucket is one)
-    into: Store | str = store.places[0] if isinstance(store, LocalStore) else store
+    into = store.for_new_files()
     with store.lock("read" if options.dry_run else "write", max(0.0, wait)):
         proofs = None if options.dry_run else _existing_ledger(store, None)
         archive = read_archive(store, dataset)

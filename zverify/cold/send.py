@@ -37,7 +37,7 @@ from zverify.cold.plan import SendPlan
 from zverify.cold.proof import ledger
 from zverify.cold.proof.check import stream_digest
 from zverify.cold.proof.ledger import LedgerRecord
-from zverify.cold.store import LocalStore, Store, StoreWriter, Unsynced, lock, refuse_existing
+from zverify.cold.store import Store, StoreWriter, Unsynced, lock, refuse_existing
 from zverify.errors import ColdError, ZfsError, ZverifyError
 from zverify.sendstream import compressed
 from zverify.sendstream.report import StreamReport
@@ -63,7 +63,7 @@ class SentFile:
 
 def send_to_archive(
     dataset: str,
-    where: "str | Store",
+    store: Store,
     plan: SendPlan,
     flags: list[str],
     progress: Callable[[int], None] | None = None,
@@ -78,12 +78,11 @@ def send_to_archive(
     intermediate = plan.intermediate and plan.base is not None
     name = names.file_name(dataset, plan.to.name, plan.base_name, intermediate)
     name += compressed.SUFFIXES[compress[0]] if compress else ""
-    store = LocalStore([where]) if isinstance(where, str) else where
     if compress is not None and not store.uses_local_files:
         raise ColdError("--compress into a bucket is not supported yet: send it uncompressed")
     if parity_percent and not store.uses_local_files:
         raise ColdError("parity in a bucket is not supported (par2 reads local files)")
-    if isinstance(store, LocalStore):
+    if store.uses_local_files:  # a bucket's writer refuses an existing key itself
         refuse_existing(store.local_path(name))
     args = send_args(dataset, plan, flags)
     # the store writes NAME.partial and renames it; the proofs are made here, before that
@@ -114,8 +113,8 @@ def send_to_archive(
     extra: dict[str, object] = {**digests, **({contents.KEY: manifest} if manifest else {})}
     missing = _write_sidecar(store, name, dataset, plan, args.argv(), report, digest, extra)
     missing = "; ".join(m for m in (unrecorded, missing) if m) or None
-    if parity_percent and isinstance(store, LocalStore):
-        unprotected = _write_parity(store.places[0], name, parity_percent)
+    if parity_percent and store.uses_local_files:
+        unprotected = _write_parity(store.directory_of(name), name, parity_percent)
         missing = "; ".join(m for m in (missing, unprotected) if m) or None
     try:
         keeper = _hold(dataset, plan) if hold else _bookmark(dataset, plan.to.name)

@@ -31,7 +31,7 @@ from zverify.cold.entries import FileStamp
 from zverify.cold.names import shown
 from zverify.cold.operations import Bars, Events, RestoreOptions
 from zverify.cold.proof.ledger import DRILL_PREFIX, DrillFacts, Ledger, LedgerRecord, now
-from zverify.cold.store import LocalStore, Store
+from zverify.cold.store import Store
 from zverify.compare.diffs import Difference
 from zverify.compare.policy import ComparePolicy
 from zverify.compare.result import UNVERIFIED_KINDS, CompareResult
@@ -160,7 +160,7 @@ def _run(
 def _ledger(store: Store, path: str | None) -> Ledger | None:
     """The ledger the drill records in: the one given, else the archive's own directory's
     (created: a drill is a record).  A bucket without --ledger keeps none (said)."""
-    if path is None and not isinstance(store, LocalStore):
+    if path is None and store.ledger_path() is None:
         return None
     proofs = operations.open_ledger(store, path)
     proofs.ensure_writable()  # refused before anything is received

@@ -37,7 +37,7 @@ from zverify.cold.entries import FileStamp
 from zverify.cold.names import DAMAGED, MANIFEST, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
 from zverify.cold.proof import ledger
-from zverify.cold.store import Entry, LocalStore, Store, lock
+from zverify.cold.store import Entry, Store, lock
 from zverify.errors import ColdError
 from zverify.sendstream.chain import (
     ArchivedFile,
@@ -142,12 +142,11 @@ class ArchiveReport:
 
 
 def check_archive(
-    where: "str | Store", dataset: str | None = None, progress: ProgressHook | None = None
+    store: Store, dataset: str | None = None, progress: ProgressHook | None = None
 ) -> ArchiveReport:
     """Every file of the archive's places (one directory, or a LocalStore of several, with
     their subdirectories when recursive): chains are rebuilt across all of them.  Raises
     ArchiveError when a place itself cannot be listed."""
-    store = LocalStore([where]) if isinstance(where, str) else where
     files: list[FileReport] = []
     aside = _Aside()
     for entry in store.entries():
@@ -340,7 +339,6 @@ def _check_partial(store: Store, name: str, st: os.stat_result) -> FileReport | 
     None when it is gone already (renamed into place by the send that finished).  The same
     for the work directory of a parity or repair run (it holds the directory's flock)."""
     path = store.local_path(name)
-    assert isinstance(store, LocalStore)
     run = "a parity or repair run" if stat.S_ISDIR(st.st_mode) else "a send"
     places = " ".join(map(shlex.quote, store.places))
     how = " --recursive" if store.recursive and os.path.dirname(name) else ""

@@ -59,10 +59,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from zverify import __version__, boundedjson
+from zverify.cold import names
 from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ColdError
 
-NAME = ".zverify-ledger.jsonl"
+NAME = names.LEDGER
 HEAD = ".zverify-ledger.head"
 FILES = (NAME, HEAD)
 GENESIS = "0" * 64

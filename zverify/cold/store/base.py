@@ -20,6 +20,8 @@ The operations (Store):
   delete_aside(key)         a sidecar or parity file of a stream being deleted
   lock(how, wait)           readers'/writers' flock in every place (zverify.cold.store.lock)
   local_path(key)           a real path, for tools that need one (par2): local places only
+  ledger_path()             the archive's own proof ledger (a bucket keeps none: --ledger)
+  for_new_files()           the store a new file goes into (a directory archive's first place)
 
 LocalStore (local.py) is the local implementation: one directory, or a set of directories;
 S3Store (s3.py) a bucket's prefix; open_store() (the package's) chooses one from the places.  The
@@ -103,6 +105,9 @@ class Store(Protocol):
     def place_of(self, key: str) -> str: ...
     def directory_of(self, key: str) -> str: ...
     def sibling(self, key: str, name: str) -> str: ...
+    # what a command asks instead of which kind of store it has:
+    def ledger_path(self) -> str | None: ...  # the archive's own ledger file; None: keeps none
+    def for_new_files(self) -> "Store": ...  # where a send or consolidate writes its file
 
 
 class StoreWriter(Protocol):

@@ -45,6 +45,14 @@ class LocalStore:
 
     # -- names ----------------------------------------------------------------------------
 
+    def ledger_path(self) -> str:
+        """The proof ledger lives in the first place (zverify.cold.proof.ledger)."""
+        return os.path.join(self.places[0], names.LEDGER)
+
+    def for_new_files(self) -> "LocalStore":
+        """A send writes into the first place; the others are read (`--also`)."""
+        return self if len(self.places) == 1 else LocalStore(self.places[:1], self.recursive)
+
     def key(self, place: str, relative: str) -> str:
         return relative if len(self.places) == 1 else os.path.join(place, relative)
 

@@ -543,6 +543,13 @@ class S3Store:
         args: dict[str, Any] = {"Bucket": self.location.bucket, "Key": self.object_key(key)}
         return args | ({"VersionId": listed.version} if listed and listed.version else {})
 
+    def ledger_path(self) -> None:
+        """A bucket keeps no ledger of its own: a local file is given with --ledger."""
+        return None
+
+    def for_new_files(self) -> "S3Store":
+        return self
+
     @contextlib.contextmanager
     def lock(self, how: str, wait: float = 0) -> Iterator[None]:
         """No lock: a bucket has none that two hosts share (the module's docstring says what
