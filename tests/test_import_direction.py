@@ -41,6 +41,8 @@ LAYERS: list[set[str]] = [
 ALLOWED_IN_FUNCTIONS = {
     ("zverify.fsinfo", "ctypes"): "start-up: only a chroot without /proc needs statfs/capget",
     ("zverify.fsinfo", "zverify.zfs"): "start-up: only a tree on ZFS needs its properties",
+    ("zverify.cold.store", "zverify.cold.store.s3"): "start-up: boto3 (~0.3 s) only for a "
+    "bucket, never for a directory archive",
     ("zverify.hashing", "zverify._zvcore"): "start-up: check_xxh_setting runs before any "
     "command, and blake3_hasher is rare; the C core loads only when used",
     ("zverify.manifest.files", "zstandard"): "optional at run time: only .zst manifests",
