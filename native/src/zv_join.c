@@ -77,20 +77,6 @@ void zv_join_sizes_only(zv_join *j)
 
 void zv_join_get_totals(const zv_join *j, zv_join_totals *t) { *t = j->totals; }
 
-int zv_canonical_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
-        if (x == y)
-            continue;
-        x = x == '/' ? 0 : x;
-        y = y == '/' ? 0 : y;
-        return x < y ? -1 : 1;
-    }
-    return alen < blen ? -1 : alen > blen;
-}
-
 /* Check that r comes after side i's previous record, and remember its path. */
 static int check_order(zv_join *j, int i, const zv_record *r)
 {
@@ -202,13 +188,6 @@ static void settle_identical(zv_join_totals *t, const zv_record *s, const zv_rec
     t->allocated[ZV_COMP_SPARSE] += sparse;
     t->apparent[ZV_COMP_ALLOCATION] += d_apparent;
     t->allocated[ZV_COMP_ALLOCATION] += d_alloc - sparse;
-}
-
-int zv_path_is_under(const char *path, size_t len, const char *dir, size_t dlen)
-{
-    if (dlen == 0)
-        return len != 0;
-    return len > dlen && memcmp(path, dir, dlen) == 0 && path[dlen] == '/';
 }
 
 /*

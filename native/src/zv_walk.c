@@ -606,26 +606,3 @@ void zv_walk_counters(const zv_walk *w, zv_counters *c)
     c->bytes = __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
     c->excluded = __atomic_load_n(&w->excluded, __ATOMIC_RELAXED);
 }
-
-void zv_record_free(zv_record *r)
-{
-    free(r->path);
-    free(r->link);
-    free(r->xattrs);
-    free(r->extents);
-    r->path = r->link = r->xattrs = NULL;
-    r->extents = NULL;
-    r->n_extents = 0;
-}
-
-const char *zv_op_name(int op)
-{
-    static const char *const names[] = {
-        [ZV_OP_NONE] = "none",       [ZV_OP_LSTAT] = "lstat", [ZV_OP_OPENDIR] = "opendir",
-        [ZV_OP_READDIR] = "readdir", [ZV_OP_OPEN] = "open",   [ZV_OP_READ] = "read",
-        [ZV_OP_READLINK] = "readlink", [ZV_OP_XATTR] = "xattr", [ZV_OP_SEEK] = "seek",
-    };
-    if (op < 0 || op >= (int)(sizeof names / sizeof *names) || !names[op])
-        return "unknown";
-    return names[op];
-}
