@@ -3,10 +3,11 @@
 Run by hand (never collected by the test suite), as root or the corpus owner:
 
     apt-get install -y liburing-dev libxxhash-dev strace
-    python bench/uring_smallfiles.py [--quick] [--runs 5] [--threads 1,2] [--batches 32,64,128]
-                                     [--variants full,content,quick] [--no-strace]
+    python bench/closed/uring_smallfiles.py [--quick] [--runs 5] [--threads 1,2]
+                                            [--batches 32,64,128]
+                                            [--variants full,content,quick] [--no-strace]
 
-Builds bench/uring_smallfiles.c (see its header for the modes) and runs it over
+Builds bench/closed/uring_smallfiles.c (see its header for the modes) and runs it over
 compare_vs_peers.py's `small` corpus (200,000 files of 0-16 KiB; --quick 20,000), both
 trees at once as `zverify compare` reads them, hot page cache.  Every mode's digests of
 every file are checked against the sync mode's (and a sample against `xxhsum -H2`) before
@@ -34,12 +35,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: the corpora
 from compare_vs_peers import corpora, ensure_corpus, environment
 from installed import installed_zverify
 
-REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO / "bench" / "uring_smallfiles.c"
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = Path(__file__).resolve().parent / "uring_smallfiles.c"
 RESULTS = REPO / "bench" / "results" / "uring-latest.json"
 # -march=native: the core picks its AVX2 XXH3 at run time; the inline header needs the flag
 BUILD = ["cc", "-O2", "-march=native", "-Wall", "-Wextra", "-Werror"]
