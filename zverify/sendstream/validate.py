@@ -490,7 +490,7 @@ class _Checker:
             # OpenZFS 2 dropped dedup receive: libzfs_sendrecv.c zfs_receive_impl ("stream
             # has deprecated feature: dedup") and zfs_receive_one refuse a stream with
             # DMU_BACKUP_FEATURE_DEDUP and point at `zstream redup`; cold check's chain
-            # model calls it unsupported (cold/check.py _unsupported)
+            # model calls it unsupported (cold/proof/check.py _unsupported)
             msg = (
                 "a deduplicated stream (zfs send -D, OpenZFS 0.8 or older): intact, but "
                 "OpenZFS 2 receives it only after `zstream redup`"
