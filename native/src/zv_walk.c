@@ -234,7 +234,13 @@ static void wait_for_close(struct zv_walk *w, size_t target)
         walker_wait(w, target);
 }
 
-static int reserve_fd(void *ctx)
+/*
+ * The sink's callbacks (zv_traverse.h) as the ring answers them.  They carry the ring_
+ * prefix because the traversal calls sink->reserve_fd and the like through pointers: with
+ * the fields' own names a reader (or cscope) would see a call from zv_traverse.c into this
+ * file, which the traversal never makes.
+ */
+static int ring_reserve_fd(void *ctx)
 {
     struct zv_walk *w = ctx;
     if (files_held(w) >= w->max_open_files) {
@@ -252,7 +258,7 @@ static int reserve_fd(void *ctx)
     return 0;
 }
 
-static int await_close(void *ctx)
+static int ring_await_close(void *ctx)
 {
     struct zv_walk *w = ctx;
     size_t held = files_held(w); /* the caller's own reservation included */
@@ -265,13 +271,13 @@ static int await_close(void *ctx)
     return stopped ? -1 : 0;
 }
 
-static void release_fd(void *ctx)
+static void ring_release_fd(void *ctx)
 {
     struct zv_walk *w = ctx;
     w->opened--; /* the open failed: only the walker counts its opens */
 }
 
-static int prefetch(void *ctx)
+static int ring_prefetch(void *ctx)
 {
     struct zv_walk *w = ctx;
     uint64_t misses = __atomic_load_n(&w->cache_misses, __ATOMIC_RELAXED);
@@ -319,7 +325,8 @@ static void *walker_main(void *arg)
                             w->opt.max_dir_fds, w->root_path,
                             w->opt.range_lo,     w->opt.range_hi,
                             w->opt.range_lo_len, w->opt.range_hi_len};
-    zv_sink sink = {w, push, reserve_fd, await_close, release_fd, prefetch, count_excluded};
+    zv_sink sink = {w, push, ring_reserve_fd, ring_await_close, ring_release_fd, ring_prefetch,
+                    count_excluded};
     int err_no = 0;
     int status = zv_traverse(&opt, &sink, &err_no);
     if (publish(w) < 0 && status == ZV_OK) /* the last records, before "done" */
