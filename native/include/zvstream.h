@@ -249,8 +249,8 @@ void zv_stream_stop_relay(zv_stream *s);
 uint64_t zv_stream_relayed(const zv_stream *s);
 
 /*
- * Sampling: prove a run of records in a window of a stream read by range,
- * with nothing known of the bytes before it.  Every record but a BEGIN
+ * Sampling (zv_sample.c): prove a run of records in a window of a stream read
+ * by range, with nothing known of the bytes before it.  Every record but a BEGIN
  * carries in its trailer the fletcher-4 state of its substream up to that
  * trailer; that state is all a walk needs to go on, and each following
  * trailer proves the bytes in between.  A boundary is found by trying every

@@ -18,23 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zv_drr.h"
 #include "zvstream.h"
-
-/* A field in the sender's byte order (swap: it is not this machine's); the scanner and the
- * record rules read headers with these. */
-static inline uint32_t zv_ld32(const unsigned char *p, int swap)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return swap ? __builtin_bswap32(v) : v;
-}
-
-static inline uint64_t zv_ld64(const unsigned char *p, int swap)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return swap ? __builtin_bswap64(v) : v;
-}
 
 typedef struct zv_objrange {
     uint64_t lo, hi; /* objects [lo, hi) declared (a multi-slot dnode covers its slots) */
