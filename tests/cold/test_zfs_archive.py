@@ -73,7 +73,6 @@ def problem_kinds(doc) -> dict[str, set[str]]:
     return found
 
 
-@pytest.mark.release_sample
 def test_seed_scenario_archives_checks_and_restores_all_ten(
     zfs_release_host, zverify_in_release_host, seed
 ):
