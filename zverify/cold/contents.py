@@ -188,12 +188,17 @@ def _verify(
     return None
 
 
-def _digest(store: Store, key: str, listed: FileStamp) -> tuple[int, str]:
-    """Size and SHA-256 of the file read whole.  Raises OSError, entries.Changed, ColdError."""
+def _digest(
+    store: Store, key: str, listed: FileStamp, write: Callable[[bytes], object] | None = None
+) -> tuple[int, str]:
+    """Size and SHA-256 of the file read whole, every byte also given to write() when one is.
+    Raises OSError, entries.Changed (also when it changed while read), ColdError."""
     fd = store.open_read(key, listed)
     h, size = hashlib.sha256(), 0
     try:
         while chunk := os.read(fd, 1 << 20):
+            if write is not None:
+                write(chunk)
             h.update(chunk)
             size += len(chunk)
     except BaseException:
@@ -287,27 +292,10 @@ def _copy(
     """Every byte of key to write(), proven to be what the sidecar's entry names."""
     shown = names.shown(key)
     try:
-        fd = store.open_read(key, listed)
-    except (OSError, entries.Changed) as err:
-        why = err.strerror if isinstance(err, OSError) else err
-        raise ColdError(f"{shown} cannot be read: {why}") from None
-    h, size = hashlib.sha256(), 0
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            write(chunk)
-            h.update(chunk)
-            size += len(chunk)
-    except BaseException as err:
-        with contextlib.suppress(OSError, ColdError):
-            store.finish_read(key, fd)
-        if isinstance(err, OSError):
-            raise ColdError(f"reading {shown} failed: {err.strerror or err}") from None
-        raise
-    try:
-        after = store.finish_read(key, fd)
+        size, digest = _digest(store, key, listed, write)
+    except entries.Changed as err:
+        raise ColdError(f"{shown} cannot be read: {err}") from None
     except OSError as err:  # a bucket read that broke off more often than it resumed
         raise ColdError(f"reading {shown} failed: {err.strerror or err}") from None
-    if after != listed:
-        raise ColdError(f"{shown} changed while it was read")
-    if size != entry.get("bytes") or h.hexdigest() != entry.get("sha256"):
+    if size != entry.get("bytes") or digest != entry.get("sha256"):
         raise ColdError(f"{shown} is not the manifest its sidecar names: `cold check` says more")
