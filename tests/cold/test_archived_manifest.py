@@ -8,14 +8,13 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.console import console_script, zverify
-from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, guid
+from tests.cli.console import zverify
+from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, check_without_dac, guid
 
 MANIFEST = f"{FULL_S1}.manifest"
 
@@ -96,12 +95,7 @@ def test_an_unreadable_manifest_is_exit_2(tmp_path: Path) -> None:
         pytest.skip("needs root to drop CAP_DAC_OVERRIDE (a mode-0 file is readable by root)")
     root = archive_with_manifest(tmp_path)
     os.chmod(root / MANIFEST, 0)
-    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
-    done = subprocess.run(
-        [*drop, console_script(), "cold", "check", "--json", str(root)],
-        capture_output=True,
-        text=True,
-    )
+    done = check_without_dac(root, "--json")
     doc = json.loads(done.stdout)
     found = {(p["file"], p["kind"]) for f in doc["files"] for p in f["problems"]}
     assert done.returncode == 2 and found == {(FULL_S1, "unreadable")}, done.stdout

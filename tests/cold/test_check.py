@@ -256,6 +256,14 @@ def test_dataset_filter_and_raw_chain(tmp_path: Path) -> None:
     }
 
 
+def check_without_dac(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`zverify cold check ARGS ROOT` as root without CAP_DAC_OVERRIDE, so that a mode-0 file
+    cannot be read (the caller skips unless it runs as root)."""
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    command = [*drop, console_script(), "cold", "check", *args, str(root)]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
 def test_unreadable_archive_or_file_is_exit_2(tmp_path: Path) -> None:
     done = zverify("cold", "check", str(tmp_path / "nope"))
     assert done.returncode == 2 and done.stdout == "" and "cannot read archive" in done.stderr
@@ -263,10 +271,7 @@ def test_unreadable_archive_or_file_is_exit_2(tmp_path: Path) -> None:
         pytest.skip("the unreadable-file half needs root to drop CAP_DAC_OVERRIDE")
     root = archive(tmp_path, FULL_S1)
     os.chmod(root / FULL_S1, 0)
-    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
-    done = subprocess.run(
-        [*drop, console_script(), "cold", "check", str(root)], capture_output=True, text=True
-    )
+    done = check_without_dac(root)
     assert done.returncode == 2 and "INCOMPLETE" in done.stdout and "unreadable" in done.stdout
 
 
@@ -278,18 +283,11 @@ def test_an_unreadable_sidecar_is_exit_2_not_a_mismatch(tmp_path: Path) -> None:
     root = archive(tmp_path, FULL_S1)
     (root / f"{FULL_S1}.json").write_text("{}")
     os.chmod(root / f"{FULL_S1}.json", 0)
-    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
-    done = subprocess.run(
-        [*drop, console_script(), "cold", "check", "--json", str(root)],
-        capture_output=True,
-        text=True,
-    )
+    done = check_without_dac(root, "--json")
     doc = json.loads(done.stdout)
     assert done.returncode == 2 and problems(doc) == {(FULL_S1, "unreadable")}, done.stdout
     assert set(restorable(doc)) == {"s1"}  # the stream itself was read and is intact
-    text = subprocess.run(
-        [*drop, console_script(), "cold", "check", "-q", str(root)], capture_output=True, text=True
-    )
+    text = check_without_dac(root, "-q")
     assert text.stdout == "INCOMPLETE: 1 file(s) could not be read\n", text.stdout
 
 
