@@ -686,7 +686,7 @@ def consolidate(
         locks.enter_context(store.lock(how, wait))
         if into.places != store.places:
             locks.enter_context(into.lock(how, wait))
-        report = read_archive(store, dataset, progress)
+        report = check_archive(store, dataset, progress)
         planned = plan_consolidate(report, snapshot, into)
         if dry_run:
             return planned
@@ -701,13 +701,5 @@ def digest(
     progress: Callable[[str, int], None] | None = None,
 ) -> Digested:
     with store.lock("read", wait):
-        report = read_archive(store, dataset, progress)
+        report = check_archive(store, dataset, progress)
         return digest_snapshot(report, snapshot)
-
-
-def read_archive(
-    store: Store, dataset: str | None, progress: Callable[[str, int], None] | None
-) -> ArchiveReport:
-    """The archive read completely; a damaged file on no route does not stop the work, one
-    on the route is not planned (the chain model plans intact files only)."""
-    return check_archive(store, dataset, progress)

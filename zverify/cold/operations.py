@@ -38,15 +38,15 @@ from zverify.cold import (
 )
 from zverify.cold.clean import Leftover
 from zverify.cold.plan import NothingToSend, SendPlan, flags_for, plan_send
-from zverify.cold.proof import check, metadata, sample, scrub  # fmt: skip
+from zverify.cold.proof import check, metadata, record, sample, scrub
 from zverify.cold.proof.check import ArchiveReport, ProgressHook
-from zverify.cold.proof.ledger import Ledger, LedgerRecord
+from zverify.cold.proof.ledger import Ledger
 from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
 from zverify.cold.store import Store
-from zverify.errors import ColdError, UnrestorableError, UsageError
+from zverify.errors import ColdError, UnrestorableError
 from zverify.zfs import inventory, ops
 
 Hook = Callable[[int], None]
@@ -193,13 +193,6 @@ Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repair
 # -- operations ---------------------------------------------------------------------------
 
 
-def read_archive(
-    store: Store, dataset: str | None = None, progress: ProgressHook | None = None
-) -> ArchiveReport:
-    """check_archive(); a place that cannot be listed is ArchiveError (exit 2), named."""
-    return check.check_archive(store, dataset, progress)
-
-
 def check_places(
     store: Store,
     dataset: str | None,
@@ -220,48 +213,14 @@ def check_places(
         with store.lock("read", wait):
             return sample.check_sample(store, dataset, percent)
     with store.lock("read", wait), bars("checking", None) as hook:
-        proofs = _existing_ledger(store, ledger_path)  # tampered: refused before reading
-        report = read_archive(store, dataset, _per_file(hook))
-        if proofs is not None:
-            records = _records(report, "check")  # what was proven, before any doubt is added
-            _flag_replaced(proofs, report)
-            report.ledger = _record_check(proofs, records, explicit=ledger_path is not None)
+        proofs = record.existing_ledger(store, ledger_path)  # tampered: refused before reading
+        report = check.check_archive(store, dataset, _per_file(hook))
+        record.record_check(proofs, report, explicit=ledger_path is not None)
         if digest:
             consolidate.digest_newest(report)
     if not report.plans and not report.all_problems:
         report.problems.append(check.nothing_found(report, dataset))
     return report
-
-
-def _existing_ledger(store: Store, path: str | None) -> Ledger | None:
-    """The ledger a check records in: the one given, else the archive's own if it has one."""
-    if path is not None:
-        return Ledger.open(path, scrub.archive_of(store))
-    own = store.ledger_path()
-    if own is None:
-        return None
-    return Ledger.open(own, scrub.archive_of(store)) if os.path.lexists(own) else None
-
-
-def _flag_replaced(proofs: Ledger, report: ArchiveReport) -> None:
-    """An intact file that is not the stream the ledger last proved under its name is
-    `replaced` (exit 1), once: this check records what is there now."""
-    last = proofs.last_proven()
-    for f in report.files:
-        if f.valid and f.name in last:
-            f.problems += scrub.replaced(f, last[f.name])
-
-
-def _record_check(proofs: Ledger, records: list[LedgerRecord], explicit: bool) -> str:
-    """Each file read, recorded; the ledger's summary line.  The archive's own ledger that
-    cannot be written (a read-only mount) costs the check nothing but the record: said."""
-    try:
-        proofs.append(records)
-    except ColdError as err:
-        if explicit:
-            raise
-        return f"ledger not written: {err}"
-    return proofs.summary()
 
 
 def _per_file(hook: Hook | None) -> ProgressHook | None:
@@ -271,22 +230,13 @@ def _per_file(hook: Hook | None) -> ProgressHook | None:
     return lambda _name, n: hook(n)
 
 
-def open_ledger(store: Store, path: str | None) -> Ledger:
-    """The ledger at path, else the archive's own (in its first directory).  A bucket's
-    ledger is a local file given with --ledger.  Raises ColdError, ledger.Tampered."""
-    path = path or store.ledger_path()
-    if path is None:
-        raise UsageError(f"{store.shown}: a bucket keeps no ledger here: give --ledger PATH")
-    return Ledger.open(path, scrub.archive_of(store))
-
-
 def scrub_places(
     store: Store, ledger_path: str | None, budget: "scrub.Budget", wait: float, bars: Bars = no_bars
 ) -> "scrub.ScrubReport":
     """Prove the archive's files least recently proven first, within budget, recording each
     proof in its ledger."""
     with store.lock("read", wait):
-        proofs = open_ledger(store, ledger_path)
+        proofs = record.open_ledger(store, ledger_path)
         proofs.ensure_writable()
         with bars("scrubbing", None) as hook:
             return scrub.scrub(store, proofs, budget, _per_file(hook))
@@ -320,10 +270,10 @@ def send_next(
     events = events or Events()
     into = store.for_new_files()
     with store.lock("read" if options.dry_run else "write", max(0.0, wait)):
-        proofs = None if options.dry_run else _existing_ledger(store, None)
-        archive = read_archive(store, dataset)
+        proofs = None if options.dry_run else record.existing_ledger(store, None)
+        archive = check.check_archive(store, dataset)
         if proofs is not None:
-            proofs.append(_records(archive, "send"))
+            proofs.append(record.records(archive, "send"))
         events.archive_read(archive)
         chosen = plan_send(
             archive.plans.get(dataset),
@@ -397,15 +347,15 @@ def restore_snapshot(
     repairing = options.repair_first and not options.dry_run  # -n writes nothing at all
     # no prune deletes a file of the plan meanwhile; a repair replaces files: alone
     with store.lock("delete" if repairing else "read", wait):
-        proofs = None if options.dry_run else _existing_ledger(store, None)
-        report = read_archive(reading, options.dataset)
+        proofs = None if options.dry_run else record.existing_ledger(store, None)
+        report = check.check_archive(reading, options.dataset)
         if options.repair_first and options.dry_run:
             for outcome in repair.planned(report, []):  # said, and planned as things are
                 events.repaired(outcome)
         elif repairing and _repair_all(store, report, [], events):
-            report = read_archive(store, options.dataset)
+            report = check.check_archive(store, options.dataset)
         if proofs is not None:  # what was read whole, before anything is received
-            proofs.append(_records(report, "restore"))
+            proofs.append(record.records(report, "restore"))
         events.archive_read(report)
         with _hint_repair(store, report), _not_all_read(skipped):
             plan = restore.plan_restore(report, target, snapshot)
@@ -537,14 +487,14 @@ def prune_chains(
     """Decide from every byte read just now; with yes, act on each decision that may."""
     # with yes, the archive to itself from the proof to the last deletion
     with store.lock("delete" if yes else "read", wait):
-        proofs = _existing_ledger(store, None)  # tampered: refused before reading
+        proofs = record.existing_ledger(store, None)  # tampered: refused before reading
         with bars("verifying", None) as hook:
-            report = read_archive(store, dataset, _per_file(hook))
+            report = check.check_archive(store, dataset, _per_file(hook))
         decisions = prune.plan_prune(report, keep_chains)
         prune.prove_content(report, decisions)  # the old chain holds what the kept ones do
         if proofs is not None:  # recorded before anything is deleted
             rewritten = _refuse_replaced(proofs, report, decisions)
-            proofs.append(_records(report, "prune", rewritten))
+            proofs.append(record.records(report, "prune", rewritten))
         for d in decisions:
             if d.files and d.refused is None:
                 d.refused = prune.locked(store, d)
@@ -566,34 +516,13 @@ def _refuse_replaced(
     zverify's back: its dataset is not pruned until a check or scrub has said so and
     recorded what is there now (prune records it as a problem, never as the new proof).
     Returns the names of such files."""
-    last = proofs.last_proven()
-    found = {
-        f.name: problems
-        for f in report.files
-        if f.valid and f.name in last and (problems := scrub.replaced(f, last[f.name]))
-    }
+    found = record.replaced_files(proofs, report)
     for d in decisions:
         kept = [n for c in d.keep for n in c.files if n in found]
         if d.files and d.refused is None and kept:
             p = found[kept[0]][0]
             d.refused = f"{names.shown(p.file)} {p.message} (the ledger's proof)"
     return set(found)
-
-
-def _records(
-    report: ArchiveReport, method: str, doubted: Collection[str] = ()
-) -> list[LedgerRecord]:
-    """A record of each file the report read whole (doubted ones: a problem, not a proof)."""
-    return [
-        scrub.record_of(
-            f,
-            f.identity.size if f.identity else 0,
-            method,
-            "problem" if f.name in doubted else scrub.outcome(f),
-        )
-        for f in report.files
-        if f.kind != "partial"
-    ]
 
 
 def _prune_one(
@@ -622,7 +551,7 @@ def lock_chains(
     until = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=days)
     with store.lock("read", wait):
         with bars("verifying", None) as hook:
-            report = read_archive(store, None, _per_file(hook))
+            report = check.check_archive(store, None, _per_file(hook))
         kept = sorted(
             {n for d in prune.plan_prune(report, keep_chains) for c in d.keep for n in c.files}
         )
@@ -650,7 +579,7 @@ def protect_streams(
     """Parity for every intact stream (or with dry_run, what would be made)."""
     with store.lock("read" if dry_run else "delete", wait):
         with bars("checking", None) as hook:
-            report = read_archive(store, None, _per_file(hook))
+            report = check.check_archive(store, None, _per_file(hook))
         level = parity_level(report, percent) or protect.DEFAULT_PERCENT
         done = (protect.planned if dry_run else protect.protect)(report, level)
     return Protected(done, level, dry_run, not_read(report))
@@ -670,14 +599,14 @@ def repair_streams(
     events = events or Events()
     with store.lock("read" if dry_run else "delete", wait):
         with bars("checking", None) as hook:
-            report = read_archive(store, None, _per_file(hook))
+            report = check.check_archive(store, None, _per_file(hook))
         if dry_run:
             outcomes = repair.planned(report, asked)
             judged = repair.judge_damaged(report, []) if remove_damaged else []
             return Repaired(store.shown, outcomes, [], True, judged, not_read(report))
-        proofs = _existing_ledger(store, None)
+        proofs = record.existing_ledger(store, None)
         if proofs is not None:  # what was read before repairing (a rebuilt file: next scrub)
-            proofs.append(_records(report, "repair"))
+            proofs.append(record.records(report, "repair"))
         outcomes = _repair_all(store, report, asked, events)
         judged = repair.judge_damaged(report, outcomes) if remove_damaged else []
         removed = repair.drop_damaged(store, judged)

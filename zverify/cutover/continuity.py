@@ -7,8 +7,7 @@ is lost by the move, and nothing else says so before `zpool destroy`."""
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from zverify.cold.operations import read_archive
-from zverify.cold.proof.check import ArchiveReport
+from zverify.cold.proof.check import ArchiveReport, check_archive
 from zverify.cold.store import Store
 from zverify.cutover.checks import mapped, relative
 from zverify.cutover.findings import Finding, Severity, listed
@@ -29,7 +28,7 @@ class Archive:
 def read_archives(stores: Sequence[tuple[str, Store]]) -> list[Archive]:
     """Every byte of each archive read (`cold check`): a base read from a damaged or partial
     archive is no base.  Raises ArchiveError (exit 2) for a place that cannot be listed."""
-    return [Archive(label, read_archive(store)) for label, store in stores]
+    return [Archive(label, check_archive(store)) for label, store in stores]
 
 
 def check_continuity(

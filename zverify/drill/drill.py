@@ -30,6 +30,7 @@ from zverify.cold import contents, operations
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import shown
 from zverify.cold.operations import Bars, Events, RestoreOptions
+from zverify.cold.proof import record
 from zverify.cold.proof.ledger import DRILL_PREFIX, DrillFacts, Ledger, LedgerRecord, now
 from zverify.cold.store import Store
 from zverify.compare.diffs import Difference
@@ -162,7 +163,7 @@ def _ledger(store: Store, path: str | None) -> Ledger | None:
     (created: a drill is a record).  A bucket without --ledger keeps none (said)."""
     if path is None and store.ledger_path() is None:
         return None
-    proofs = operations.open_ledger(store, path)
+    proofs = record.open_ledger(store, path)
     proofs.ensure_writable()  # refused before anything is received
     return proofs
 

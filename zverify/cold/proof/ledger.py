@@ -21,7 +21,7 @@ A torn last line (bytes after the last newline: an append killed mid-write) is r
 (`torn`) and is not a tampering: the head never counted it.  The next append cuts it off
 before writing, under the ledger's lock: its proof is lost and is simply made again.
 
-A record says which bytes it proved: the archive (archive_of() in zverify.cold.proof.scrub: the
+A record says which bytes it proved: the archive (archive_of() in zverify.cold.proof.record: the
 directory's real path and filesystem id, or the bucket's URL), and the file as it was listed
 before it was read (its filesystem's id, inode, modification and change times in ns; a bucket
 object's ETag and version id).  A proof stands only for that file of that archive: a ledger
@@ -119,7 +119,7 @@ class LedgerRecord:
     prev: str = GENESIS
     # what the proof is of (see the module's docstring); None on lines written before they
     # were recorded, which prove nothing any more
-    archive: str | None = None  # zverify.cold.proof.scrub.archive_of()
+    archive: str | None = None  # zverify.cold.proof.record.archive_of()
     dev: int | None = None  # the file as listed before it was read: st_dev, st_ino, ...
     ino: int | None = None  # (a bucket object's: 0, a hash of its ETag and version id, ...)
     mtime_ns: int | None = None

@@ -2,7 +2,7 @@
 first, keeping every proof in the ledger (zverify.cold.proof.ledger).
 
 A proof stands for the file it was made of, in the archive it was made in, and nothing
-else (Ledger.open(path, archive_of(store)) keeps other archives' records apart): its record
+else (Ledger.open(path, record.archive_of(store)) keeps other archives' records apart): its record
 names the file as it was listed before it was read (device, inode, size, modification and
 change times; a bucket object's ETag and version id, size and LastModified: the stat of
 zverify.cold.store.s3), and when the file listed now differs in any of them (an archive copied
@@ -32,15 +32,16 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from zverify import exitcodes
 from zverify.cold import names, parity
 from zverify.cold.proof import check
 from zverify.cold.proof.check import UNVERIFIED, FileReport, Problem, ProgressHook
-from zverify.cold.proof.ledger import Ledger, LedgerRecord, now
+from zverify.cold.proof.ledger import Ledger, LedgerRecord
+from zverify.cold.proof.record import outcome, record_of, replaced, stamp_of
 from zverify.cold.store import Entry, Store
-from zverify.errors import ArchiveError, ColdError
+from zverify.errors import ColdError
 
 # A proof's time is this host's clock when it was recorded; NTP keeps a clock within
 # seconds of true, and a clock stepped back (NTP's first sync after boot, a VM resumed) is
@@ -175,44 +176,6 @@ def scrub(
     )
 
 
-def archive_of(store: Store) -> str:
-    """What a ledger record names as its archive: each directory's real path and device (a
-    copy elsewhere, on another disk, is another archive), or the bucket's URL and the
-    endpoint it is reached at (two servers may hold buckets of the same name).  Raises
-    ArchiveError when a directory cannot be looked at."""
-    if not store.uses_local_files:
-        meta = getattr(getattr(store, "client", None), "meta", None)
-        endpoint = getattr(meta, "endpoint_url", None)
-        return f"{store.shown} at {endpoint}" if endpoint else store.shown
-    return ", ".join(_directory_id(place) for place in store.places)
-
-
-def _directory_id(place: str) -> str:
-    try:
-        return f"{os.path.realpath(place)} (filesystem {volume_of(os.stat(place).st_dev, place)})"
-    except OSError as err:
-        raise ArchiveError(f"cannot read archive {place!r}: {err.strerror}") from None
-
-
-_volumes: dict[tuple[int, str], int] = {}
-
-
-def volume_of(dev: int, place: str) -> int:
-    """The filesystem a file of place is on, as a ledger names it across runs.  Not st_dev:
-    ZFS datasets and btrfs subvolumes get anonymous device numbers in mount order, and a
-    removable disk's number follows the port it is plugged into, so after a reboot or a
-    re-plug every proof would stand for "another file".  statvfs's filesystem id is derived
-    from the filesystem's own UUID or GUID on ext4, btrfs and ZFS (and from the device where
-    the filesystem has nothing better, as on XFS: no worse than st_dev).  A bucket's place
-    has no statvfs: its objects keep their synthetic dev."""
-    if (dev, place) not in _volumes:
-        try:
-            _volumes[dev, place] = os.statvfs(place).f_fsid or dev
-        except (OSError, ValueError):
-            return dev
-    return _volumes[dev, place]
-
-
 def _scrubbed(e: Entry) -> bool:
     """A file of the archive a scrub proves (see the module's docstring)."""
     if e.upload is not None or check.beside_streams(e):
@@ -229,11 +192,6 @@ def _belongs(key: str, stream: str) -> bool:
 
 def _size(e: Entry) -> int:
     return e.st.st_size if e.st is not None and stat.S_ISREG(e.st.st_mode) else 0
-
-
-def stamp_of(st: os.stat_result, place: str) -> tuple[int, int, int, int, int]:
-    """What a record names of the file it proved (LedgerRecord.stamp)."""
-    return (volume_of(st.st_dev, place), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 FUTURE = "dated later than now"
@@ -308,54 +266,6 @@ def _proved(
     if result == "proven" and problems:
         result = "problem"  # proven now, and not the file proven before
     return Scrubbed(e.key, _size(e), result, when, record.dataset, True, report, problems)
-
-
-def outcome(f: FileReport) -> str:
-    """A proof's result: proven (intact, nothing to say), unreadable (no verdict), damaged
-    (the stream is not intact) or problem (intact, and something about it is wrong: its
-    sidecar, parity, ownership, a resume stream)."""
-    if f.valid:
-        return "proven"
-    if not f.readable or any(p.kind in UNVERIFIED for p in f.problems):
-        return "unreadable"
-    return "damaged" if f.archived is None else "problem"
-
-
-def record_of(f: FileReport, size: int, method: str, result: str) -> LedgerRecord:
-    """The record of f's proof, naming the file it read (its identity, as listed before the
-    read, and its change time); the archive is named by Ledger.append()."""
-    dataset = from_guid = to_guid = None
-    if f.archived is not None and f.archived.steps:
-        first, last = f.archived.steps[0], f.archived.steps[-1]
-        dataset, from_guid, to_guid = last.dataset, str(first.from_guid), str(last.to_guid)
-    record = LedgerRecord(
-        f.name, size, dataset, from_guid, to_guid, f.digest, method, result, now()
-    )
-    if f.identity is None or f.ctime_ns is None:
-        return record  # nothing was read of it: no file to name
-    i = f.identity
-    dev = volume_of(i.dev, f.place)
-    return replace(record, dev=dev, ino=i.ino, mtime_ns=i.mtime_ns, ctime_ns=f.ctime_ns)
-
-
-def replaced(f: FileReport, before: LedgerRecord) -> list[Problem]:
-    """An intact stream that is not the one its last proof proved: replaced or rewritten."""
-    now = record_of(f, before.size, before.method, "proven")
-    what = [
-        label
-        for label, old, new in (
-            ("snapshot GUIDs", (before.from_guid, before.to_guid), (now.from_guid, now.to_guid)),
-            ("digest", before.digest, now.digest),
-        )
-        if old != new
-    ]
-    if not what:
-        return []
-    message = (
-        f"not the stream proven at {before.time} (its {' and '.join(what)} differ): "
-        "replaced or rewritten since"
-    )
-    return [Problem(f.name, "replaced", message)]
 
 
 def write_atomically(path: str, text: str) -> None:
