@@ -3,6 +3,7 @@
 import subprocess
 from pathlib import Path
 
+from tests.cli import console
 from tests.compare.helpers import assert_sizes_reconciled, zverify
 
 
@@ -45,7 +46,8 @@ def test_manifests_of_a_real_rsync_copy_agree_with_the_live_compare(
     subprocess.run(["rsync", "-a", "--sparse", f"{rich_tree}/", f"{dst}/"], check=True)
     src_manifest, dst_manifest = tmp_path / "src.zvm.zst", tmp_path / "dst.zvm"
     for tree, out in ((rich_tree, src_manifest), (dst, dst_manifest)):
-        subprocess.run(["zverify", "manifest", "-q", str(tree), "-o", str(out)], check=True)
+        written = console.zverify("manifest", "-q", str(tree), "-o", str(out))
+        assert written.returncode == 0, written.stderr
     live_code, live = zverify(str(rich_tree), str(dst))
     code, offline = zverify(str(src_manifest), str(dst_manifest))
     assert live_code == code == 1
