@@ -12,7 +12,7 @@ from tests.treebuilder import build_rich_tree
 from tools.zfsvm.backend import availability as zfs_availability
 
 pytest_plugins = [
-    "tests.s3.fixtures",  # s3server, s3env*: the real S3 server
+    "tests.cold.store.bucket_fixtures",  # s3server, s3env*: the real S3 server
     "tests.zfs.fixtures",  # zfs_host, zfs_pool, ...: real OpenZFS, for the zfs-marked tests
 ]
 

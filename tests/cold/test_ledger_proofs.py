@@ -23,7 +23,7 @@ from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, STREAM
 from tests.cold.test_scrub import HEAD, LEDGER, _lines, _metrics, archive, read_now, scrub
 
 if TYPE_CHECKING:
-    from tests.s3.fixtures import S3Env
+    from tests.cold.store.bucket_fixtures import S3Env
 
 FAR_AHEAD = ["2031-01-01 00:00:00"]  # the repro's clock: years ahead (the host is in UTC)
 
@@ -241,7 +241,7 @@ def test_a_proof_a_little_ahead_is_a_proof_of_age_zero(tmp_path: Path) -> None:
     assert _metrics(prom)[f'zverify_cold_oldest_proof_age_seconds{{archive="{root}"}}'] == "0"
 
 
-# -- a bucket's ledger (the real S3 server of tests/s3) -----------------------------------
+# -- a bucket's ledger (the real S3 server of tests/cold/store) --------------------------
 
 
 def _put(env: "S3Env", key: str, data: bytes) -> None:

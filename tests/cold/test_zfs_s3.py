@@ -1,6 +1,6 @@
 """Issue 30 on real OpenZFS: an archive in an S3 bucket, proven as a directory's is.
 
-The server is the real one of tests/s3 (versitygw), run inside the ZFS VM on its loopback:
+The server is the real one of tests/cold/store (versitygw), run in the ZFS VM on its loopback:
 the VM has no network to the host, and zverify runs where ZFS is.  The seed archive is made
 by hand with the write-up's commands and uploaded as plain objects with boto3's transfer
 manager (what `aws s3 cp` uses); every verdict is held against OpenZFS, which receives what
@@ -20,9 +20,9 @@ from tools import s3guest as guest
 from tools.s3guest import BACKEND
 
 # versitygw and boto3 inside the TCG guest: about 13 of the VM half's minutes for these three
-# tests, which CI's 90 minutes cannot hold.  The host's tests/s3 prove the bucket code against
-# the same server, and tests/cold prove receives from directories; these run in the full VM
-# run (scripts/vm-full.sh).
+# tests, which CI's 90 minutes cannot hold.  The host's tests/cold/store prove the bucket code
+# against the same server, and tests/cold prove receives from directories; these run in the
+# full VM run (scripts/vm-full.sh).
 FULL_RUN = os.environ.get("ZVERIFY_VM_FULL") == "1"
 pytestmark = [
     pytest.mark.zfs,

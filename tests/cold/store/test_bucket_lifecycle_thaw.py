@@ -1,7 +1,7 @@
 """What no installable real S3 server does: lifecycle rules and Glacier thaws.
 
 STAND-IN: versitygw, the real server of the other tests, answers NotImplemented to lifecycle
-configuration and to RestoreObject, and ignores storage classes (tests/s3/test_server.py).
+configuration and to RestoreObject, and ignores storage classes (tests/tools/test_s3_server.py).
 moto's server mode (a mock of S3, PyPI `moto`) stores and returns lifecycle rules, refuses a
 GET of a DEEP_ARCHIVE object (InvalidObjectState) and completes a RestoreObject at once: the
 state machine zverify drives.  Nothing here is a checksum or lock oracle."""
@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from tests.cli.console import needs_installed_command, zverify
-from tests.s3.fixtures import s3_import
+from tests.cold.store.bucket_fixtures import s3_import
 
 pytestmark = [pytest.mark.s3, needs_installed_command]
 
-STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
+STREAMS = Path(__file__).resolve().parents[2] / "data" / "streams"
 KEYS = {"AWS_ACCESS_KEY_ID": "standinaccess0001", "AWS_SECRET_ACCESS_KEY": "standinsecret0001"}
 
 

@@ -20,11 +20,11 @@ import pytest
 import xxhash
 
 from tests.cli.console import needs_installed_command, zverify
-from tests.s3.fixtures import S3Env
+from tests.cold.store.bucket_fixtures import S3Env
 
 pytestmark = [pytest.mark.s3, needs_installed_command]
 
-STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
+STREAMS = Path(__file__).resolve().parents[2] / "data" / "streams"
 # chain A: a full of zv/fs@s1 and an incremental to @s2; chain B: a -R package of @s2 and an
 # incremental to @s3.  B restores everything A does and more: A is what prune removes.
 CHAIN_A = {"fs@s1.zfs": "full_fs_s1.zstream", "fs@s1-s2.zfs": "incr_fs_s1_s2.zstream"}
@@ -461,7 +461,8 @@ def test_a_discarded_writer_leaves_no_object_and_no_upload(s3env: S3Env) -> None
 
 
 def test_a_server_that_cannot_thaw_says_so_in_one_line(s3env: S3Env) -> None:
-    """versitygw answers RestoreObject with NotImplemented (the thaw itself: test_standin.py)."""
+    """versitygw answers RestoreObject with NotImplemented (the thaw itself:
+    test_bucket_lifecycle_thaw.py)."""
     from zverify.cold.store.s3 import S3Store
     from zverify.errors import ColdError
 

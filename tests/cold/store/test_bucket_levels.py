@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.cli.console import needs_installed_command, zverify
-from tests.s3 import test_cold_bucket as bucket
-from tests.s3.fixtures import S3Env
+from tests.cold.store import test_bucket as bucket
+from tests.cold.store.bucket_fixtures import S3Env
 
 pytestmark = [pytest.mark.s3, needs_installed_command]
 

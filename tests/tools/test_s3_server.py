@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.s3.fixtures import S3Env, s3_import
+from tests.cold.store.bucket_fixtures import S3Env, s3_import
 from tools.s3server import ServerError, Versitygw
 
 pytestmark = pytest.mark.s3

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import needs_installed_command, zverify
-from tests.s3.fixtures import S3Env
-from tests.s3.test_cold_bucket import STREAMS
+from tests.cold.store.bucket_fixtures import S3Env
+from tests.cold.store.test_bucket import STREAMS
 
 pytestmark = [pytest.mark.s3, needs_installed_command]
 
