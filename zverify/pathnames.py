@@ -22,7 +22,7 @@ Other tools' syntaxes stay with the code that speaks them, since they are those 
 grammar, not zverify's spelling: coreutils checkfiles (manifest/checkfile.py writes,
 manifest/checksums.py reads), mtree's vis(3) (manifest/mtree.py), `zfs diff` octal
 (cutover/checks.py), /proc mountinfo octal (fsinfo.py), dataset names in archive file names
-(%XX, cold/names.py) and Prometheus label values (report/scrub.py).
+(%XX, cold/names.py) and Prometheus label values (report/cold/scrub.py).
 """
 
 import re

@@ -43,13 +43,14 @@ from zverify.cold.operations import LockedChains, Pruned
 from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
 from zverify.cold.prune import blocked, plan_prune
 from zverify.cold.store import lock
-from zverify.report import cold as cold_report
 from zverify.report import compare_json as json_report
 from zverify.report import consolidate as consolidate_report
 from zverify.report import cutover as cutover_report
 from zverify.report import drill as drill_report
-from zverify.report import scrub as scrub_report
 from zverify.report import stream as stream_report
+from zverify.report.cold import changes as cold_report
+from zverify.report.cold import check as check_report
+from zverify.report.cold import scrub as scrub_report
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,7 +88,7 @@ CONSTANTS = {
     "stream-verify": stream_report.VERIFY_SCHEMA,
     "stream-info": stream_report.INFO_SCHEMA,
     "stream-token": stream_report.TOKEN_SCHEMA,
-    "cold-check": cold_report.CHECK_SCHEMA,
+    "cold-check": check_report.CHECK_SCHEMA,
     "cold-send": cold_report.SEND_SCHEMA,
     "cold-restore": cold_report.RESTORE_SCHEMA,
     "cold-prune": cold_report.PRUNE_SCHEMA,

@@ -4,7 +4,7 @@ is checked here on the plan itself (pure: no store is asked)."""
 
 from zverify.cold.store import Frozen
 from zverify.cold.thaw import ThawPlan
-from zverify.report.cold import thaw_lines
+from zverify.report.cold.changes import thaw_lines
 from zverify.sendstream.chain import Restorable
 
 S3 = Restorable("zv/fs", "s3", 33, 0, ("full", "s1-s2", "s2-s3"), 300)

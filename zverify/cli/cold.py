@@ -275,7 +275,7 @@ def scrub(
     read proven, 1 damage found, 2 could not read, or the ledger is not intact."""
     from zverify.cold import operations
     from zverify.cold.proof import scrub as scrubbing
-    from zverify.report import scrub as scrub_report
+    from zverify.report.cold import scrub as scrub_report
 
     budget = scrubbing.Budget(
         _bytes_option(max_bytes),
@@ -289,9 +289,7 @@ def scrub(
     if place is None:
         if prometheus is not None:
             scrubbing.write_atomically(prometheus, scrub_report.prometheus(result))
-        out = scrub_report.json_doc(result) if as_json else scrub_report.text(result)
-        sys.stdout.write(out if as_json or not quiet else out.splitlines(keepends=True)[-1])
-        return result.exit_code
+        return _show(result, as_json, quiet)
     from zverify.drill.rotation import drill_next
     from zverify.report import drill as drill_report
 
@@ -834,15 +832,13 @@ def _events(repairs_to_stderr: bool = False, repairs_to_stdout: bool = False) ->
     """Warnings about the archive on stderr as soon as it is read; each repair's line as it
     is done (restore --repair: stderr, repair: stdout)."""
     from zverify.cold.operations import Events
-    from zverify.report import cold as cold_report
+    from zverify.report.cold import changes, check
 
     out = sys.stderr if repairs_to_stderr else sys.stdout if repairs_to_stdout else None
-    events = Events(archive_read=lambda report: _write(sys.stderr, cold_report.warnings(report)))
+    events = Events(archive_read=lambda report: _write(sys.stderr, check.warnings(report)))
     if out is not None:
-        events.repaired = lambda outcome: _write(out, cold_report.repair_line(outcome))
-    events.thawing = lambda objects, asked: _write(
-        sys.stderr, cold_report.thaw_lines(objects, asked)
-    )
+        events.repaired = lambda outcome: _write(out, changes.repair_line(outcome))
+    events.thawing = lambda objects, asked: _write(sys.stderr, changes.thaw_lines(objects, asked))
     return events
 
 

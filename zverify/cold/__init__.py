@@ -1,7 +1,7 @@
 """`zverify cold`: ZFS send streams archived as files on cold storage.
 
 operations (one function per command: lock, read, decide, act, and a result that knows its
-exit code; cli/cold.py calls it, report/cold.py renders it).
+exit code; cli/cold.py calls it, report/cold/ renders it).
 
 Where the files are, the room store/: base (the few operations every command needs of its
 storage), local (a directory or several), s3 with s3api and s3io (a bucket behind the same

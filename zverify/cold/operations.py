@@ -187,7 +187,17 @@ class LockedChains:
         return exitcodes.verdict(unverified=bool(self.unread), different=False)
 
 
-Result = ArchiveReport | Sent | Restored | Pruned | Cleaned | Protected | Repaired | LockedChains
+Result = (
+    ArchiveReport
+    | scrub.ScrubReport
+    | Sent
+    | Restored
+    | Pruned
+    | Cleaned
+    | Protected
+    | Repaired
+    | LockedChains
+)
 
 
 # -- operations ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 from zverify import provenance
 from zverify.cold.consolidate import Consolidated, Digested, Route
 from zverify.cold.names import for_json, shown
-from zverify.report.cold import text_lines, verdict_only
+from zverify.report.cold.documents import text_lines, verdict_only
 from zverify.sendstream.format import feature_names
 
 CONSOLIDATE_SCHEMA = "zverify.cold-consolidate/1"

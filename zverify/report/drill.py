@@ -11,8 +11,8 @@ from zverify import provenance
 from zverify.cold.names import for_json, shown
 from zverify.drill.drill import Drilled
 from zverify.drill.rotation import ScrubbedAndDrilled
-from zverify.report import scrub as scrub_report
-from zverify.report.cold import text_lines, verdict_only
+from zverify.report.cold import scrub as scrub_report
+from zverify.report.cold.documents import text_lines, verdict_only
 
 SCHEMA = "zverify.cold-drill/1"
 

@@ -16,7 +16,7 @@ from zverify.cold.names import shown
 from zverify.cold.proof.check import UNVERIFIED
 from zverify.cold.proof.scrub import Scrubbed, ScrubReport
 from zverify.cold.repair import describe
-from zverify.report.cold import file_key, json_name, parity_doc, problem_doc, text_lines
+from zverify.report.cold.documents import file_key, json_name, parity_doc, problem_doc, text_lines
 
 SCHEMA = "zverify.cold-scrub/1"
 

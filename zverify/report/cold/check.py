@@ -1,0 +1,232 @@
+"""Rendering of `cold check` at each depth (full, sample, metadata): every file, every
+problem, each dataset's restorable snapshots, the verdict last; and the warnings that send
+and restore print about the archive they read."""
+
+import json
+from collections import Counter
+from typing import Any
+
+from zverify import exitcodes, provenance
+from zverify.cold.names import shown
+from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
+from zverify.cold.repair import describe
+from zverify.report.cold.documents import (
+    file_key,
+    json_name,
+    parity_doc,
+    problem_doc,
+    restorable_doc,
+    text_lines,
+)
+from zverify.sendstream.chain import Restorable
+
+CHECK_SCHEMA = "zverify.cold-check/1"
+
+
+def check_text(report: ArchiveReport) -> str:
+    lines = [f"archive {report.directory}: {len(report.files)} files"]
+    if report.depth == "metadata":
+        lines[0] += " (depth metadata: listing, HEAD and sidecars; no stream byte read)"
+    if report.depth == "sample":
+        lines[0] += f" (depth sample: {_sampled_text(report)}, and the metadata)"
+    if report.depth != "full":
+        lines += [f"  {shown(f.name)}: {_stored_text(f)}" for f in report.files if f.stored]
+    for dataset, plan in report.plans.items():
+        was = f" (was {', '.join(plan.was)})" if plan.was else ""  # renamed: one chain
+        lines.append(f"{dataset}{was}:")
+        proof = proven_by(report.depth)
+        lines += [f"  {_restorable(r)} ({proof})" for r in plan.restorable] or [
+            "  nothing restorable"
+        ]
+        for chain in report.chains.get(dataset, []):
+            lines.append(
+                f"  chain from {shown(chain.full)}: {len(chain.files)} files, {chain.bytes:,} bytes"
+            )
+        if dataset in report.digests:
+            lines.append(f"  {_digest_text(report.digests[dataset])}")
+    busy = [f for f in report.files if f.in_progress]
+    if busy:
+        lines.append("in progress:")
+        lines += [f"  {shown(f.name)}: {f.in_progress}" for f in busy]
+    problems = report.all_problems
+    if problems:
+        lines.append("problems:")
+        lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
+    verdicts = [(f.name, f.parity.repair) for f in report.files if f.parity and f.parity.repair]
+    if verdicts:
+        lines.append("repair from parity:")
+        lines += [f"  {v.status:<14} {shown(name)}: {describe(v)}" for name, v in verdicts]
+    if report.kept:
+        removes = "`cold repair --remove-damaged` removes"
+        lines.append(f"kept damaged originals of repaired streams ({removes}):")
+        lines += [f"  {shown(name)}" for name in report.kept]
+    if report.ledger:
+        lines.append(report.ledger)
+    lines.append(_verdict(report, problems))
+    return text_lines(lines)
+
+
+def proven_by(depth: str) -> str:
+    """How a restorable claim of `check` was proven: the stream and record checks of every
+    byte (docs/design/sendstream.md: what OpenZFS 2.1's receive refuses in a stream on its
+    own), or what the sidecars say those checks found when the file was sent.  Never a
+    receive: `prune --trial-receive` does one."""
+    if depth == "full":
+        return "stream and record checks"
+    return "sidecars: stream and record checks when sent"
+
+
+def _restorable(r: Restorable) -> str:
+    files = len(r.files)
+    return f"@{r.snapshot} (guid {r.guid}): restorable from {files} file{'s' * (files != 1)}"
+
+
+def _stored_text(f: FileReport) -> str:
+    stored = f.stored or {}
+    facts = [f"{f.size:,} bytes", str(stored.get("storage_class") or "")]
+    if stored.get("retain_until"):
+        facts.append(f"locked until {str(stored['retain_until'])[:10]}")
+    if stored.get("legal_hold"):
+        facts.append("legal hold")
+    compared = stored.get("compared")
+    if isinstance(compared, list):
+        facts.append(f"as its sidecar says: {', '.join(map(str, compared))}")
+    sample = stored.get("sample")
+    if isinstance(sample, dict):
+        proven = int(sample.get("proven_bytes", 0))
+        facts.append(
+            f"not sampled ({sample['skipped']})"
+            if "skipped" in sample
+            else f"{proven:,} bytes proven in {sample['runs']} run(s)"
+        )
+    return ", ".join(x for x in facts if x)
+
+
+def _sampled(report: ArchiveReport) -> tuple[int, int, int]:
+    """(bytes proven, bytes of the streams sampled, runs) of a --depth sample check."""
+    docs = [(f, (f.stored or {}).get("sample")) for f in report.files]
+    taken = [(f, d) for f, d in docs if isinstance(d, dict) and "runs" in d]
+    return (
+        sum(int(d["proven_bytes"]) for _f, d in taken),
+        sum(f.size for f, _d in taken),
+        sum(int(d["runs"]) for _f, d in taken),
+    )
+
+
+def _sampled_text(report: ArchiveReport) -> str:
+    proven, total, runs = _sampled(report)
+    share = f" ({100 * proven / total:.1f}%)" if total else ""
+    return f"{proven:,} of {total:,} stream bytes{share} proven by their checksums in {runs} run(s)"
+
+
+def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
+    if report.depth == "sample" and report.exit_code == exitcodes.IDENTICAL:
+        return (
+            f"SAMPLE AGREES: {_sampled_text(report)}, no damage found, every object as its "
+            "sidecar describes it; the rest not read, chains not proven (a check without "
+            "--depth reads everything)"
+        )
+    if report.depth == "metadata" and report.exit_code == exitcodes.IDENTICAL:
+        return (
+            f"METADATA AGREES: {len(report.files)} object(s) as their sidecars describe them; "
+            "no byte read, content and chains not proven (a check without --depth reads them)"
+        )
+    if report.exit_code == exitcodes.TROUBLE:
+        unread = {f.name for f in report.files if not f.readable}
+        unread |= {p.file for p in report.not_read}  # sidecars and parity too
+        return f"INCOMPLETE: {len(unread)} file(s) could not be read"
+    if not problems:
+        busy = sum(bool(f.in_progress) for f in report.files)
+        during = f" ({busy} file(s) of a send in progress not counted)" if busy else ""
+        return f"INTACT: every file intact, every incremental reachable from a full{during}"
+    counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(p.kind for p in problems).items()))
+    fixable = sum(
+        bool(f.parity and f.parity.repair and f.parity.repair.status == "repairable")
+        for f in report.files
+    )
+    hint = f"; {fixable} repairable: `zverify cold repair`" if fixable else ""
+    return f"PROBLEMS: {len(problems)} ({counts}){hint}"
+
+
+def check_json(report: ArchiveReport) -> str:
+    by_dataset: dict[str, list[Problem]] = {d: [] for d in report.plans}
+    for p in report.problems:
+        if p.dataset in by_dataset:
+            by_dataset[p.dataset].append(p)
+    # about the archive, not one dataset or file's stream (a sidecar without its stream)
+    loose = [p for p in report.problems if p.dataset not in by_dataset]
+    doc = {
+        "schema": CHECK_SCHEMA,
+        provenance.KEY: provenance.producer(),
+        "depth": report.depth,
+        "directory": report.directory,
+        "places": [json_name(p) for p in report.places or [report.directory]],
+        "valid": report.exit_code == exitcodes.IDENTICAL,
+        "exit_code": report.exit_code,
+        "datasets": [
+            {
+                "dataset": d,
+                "restorable": [restorable_doc(r, proven_by(report.depth)) for r in plan.restorable],
+                "chains": [
+                    {
+                        "full": json_name(c.full),
+                        "files": [json_name(n) for n in c.files],
+                        "bytes": c.bytes,
+                    }
+                    for c in report.chains.get(d, [])
+                ],
+                "problems": [problem_doc(p) for p in by_dataset[d]],
+            }
+            | _digest_doc(report.digests.get(d))
+            for d, plan in report.plans.items()
+        ],
+        "files": [_file_doc(f) for f in report.files],
+        "problems": [problem_doc(p) for p in loose],
+        "kept": [json_name(n) for n in report.kept],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _digest_text(found: tuple[str, int, str, int]) -> str:
+    snapshot, guid, digest, routes = found
+    agree = "its one route" if routes == 1 else f"{routes} routes agree"
+    return f"digest of @{snapshot} (guid {guid}): {digest} ({agree})"
+
+
+def _digest_doc(found: tuple[str, int, str, int] | None) -> dict[str, Any]:
+    if found is None:
+        return {}
+    snapshot, guid, digest, routes = found
+    return {"digest": {"snapshot": snapshot, "guid": str(guid), "digest": digest, "routes": routes}}
+
+
+def _file_doc(f: FileReport) -> dict[str, Any]:
+    doc: dict[str, Any] = {**file_key(f.name), "valid": f.valid, "kind": f.kind, "bytes": f.size}
+    if f.compression is not None:
+        doc |= {"compression": f.compression, "file_bytes": f.file_bytes}
+    if f.place:
+        doc["place"] = json_name(f.place)
+    if f.in_progress:
+        doc["in_progress"] = json_name(f.in_progress)
+    if f.archived is not None:
+        first, last = f.archived.steps[0], f.archived.steps[-1]
+        doc |= {
+            "dataset": last.dataset,
+            "from_guid": str(first.from_guid),
+            "to_guid": str(last.to_guid),
+            "snapshots": [s.snapshot for s in f.archived.steps],
+        }
+    if f.parity is not None:
+        doc["parity"] = parity_doc(f.parity)
+    if f.stored is not None:
+        doc["stored"] = f.stored
+    doc["problems"] = [problem_doc(p) for p in f.problems]
+    return doc
+
+
+def warnings(report: ArchiveReport) -> str:
+    """Send and restore go on beside what `cold check` would report: one line each."""
+    lines = [
+        f"zverify: warning: {p.kind} {shown(p.file)}: {p.message}" for p in report.all_problems
+    ]
+    return text_lines(lines)
