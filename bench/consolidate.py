@@ -6,7 +6,7 @@ or at least under `nice`:
     nice -n 19 python3 bench/consolidate.py [--full-mib 128] [--runs 3] [--profile]
 
 Two seeded archives of one synthetic dataset (no ZFS needed; the streams are written here in
-OpenZFS's sender order with valid trailers and END checksums, like tests/sendstream/streamgen.py
+OpenZFS's sender order with valid trailers and END checksums, like tools/streamgen.py
 but streamed to disk): thousands of small single-block files plus files of 1-8 128 KiB blocks,
 a full of @0 and then incrementals that rewrite, append to, truncate, delete and create objects,
 each re-sending every dnode block it touches.  `chain10` has 10 incrementals, `chain100` 100.

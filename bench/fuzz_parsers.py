@@ -7,7 +7,7 @@ Run by hand from the repository root (never collected by the test suite):
                                             [--crash-dir /tmp/zverify-fuzz] [--seed N]
                                             [--json bench/results/fuzz.json]
 
-Parsers (targets and inputs in tests/sendstream/fuzzing.py and tests/manifest/fuzzing.py):
+Parsers (targets and inputs in tools/fuzzing/sendstream.py and tools/fuzzing/manifest.py):
 
 * stream   — the C send-stream scanner through verify_stream(), then every renderer of
              its report (text and JSON of verify and info);
@@ -60,10 +60,10 @@ class _Hang(BaseException):
 def _target(name: str) -> tuple[Callable[..., Any], Callable[[Any], None]]:
     sys.path.insert(0, str(REPO))
     if name == "manifest":
-        from tests.manifest.fuzzing import manifest_inputs, run_manifest
+        from tools.fuzzing.manifest import manifest_inputs, run_manifest
 
         return manifest_inputs, run_manifest
-    from tests.sendstream.fuzzing import TARGETS
+    from tools.fuzzing.sendstream import TARGETS
 
     return TARGETS[name]
 

@@ -1,4 +1,5 @@
-"""Test-side send-stream tools, written independently of zverify's parser.
+"""Send-stream tools for the tests, the fuzz targets and the benchmarks, written
+independently of zverify's parser.
 
 * `fletcher4`: a plain-Python fletcher-4 (slow, obviously correct);
 * `StreamBuilder`: builds small but well-formed substreams and compound packages

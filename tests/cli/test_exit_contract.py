@@ -25,7 +25,7 @@ def trees(tmp_path: Path) -> tuple[str, str]:
 
 @pytest.fixture
 def stream_file(tmp_path: Path) -> str:
-    from tests.sendstream.streamgen import full_stream
+    from tools.streamgen import full_stream
 
     path = tmp_path / "s.zstream"
     path.write_bytes(full_stream())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.manifest.fuzzing import Case, manifest_inputs, run_manifest
+from tools.fuzzing.manifest import Case, manifest_inputs, run_manifest
 
 
 @pytest.fixture(scope="module")

@@ -272,7 +272,7 @@ def test_absurd_hashdeep(tree: Path, tmp_path: Path, row: str, expect: str) -> N
     assert expect in compare_fails(spec, tree, "--profile", "content")
 
 
-# Crashes the fuzzers found (tests/manifest/fuzzing.py): each is now one bad line, exit 2.
+# Crashes the fuzzers found (tools/fuzzing/manifest.py): each is now one bad line, exit 2.
 @pytest.mark.parametrize(
     ("line", "change", "expect"),
     [

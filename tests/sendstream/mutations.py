@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.sendstream import streamgen as sg
+from tools import streamgen as sg
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "streams" / "full_fs_s1.zstream"
 TOGUID_AT = {0: 40, 1: 40, 2: 24, 3: 40, 4: 32, 5: 40, 7: 24, 8: 32, 9: 24}

@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from tests.sendstream.streamgen import (
+from tools.streamgen import (
     M64,
     StreamBuilder,
     byteswap,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.sendstream.streamgen import fletcher4, native_nvlist, resume_token, xdr_nvlist
+from tools.streamgen import fletcher4, native_nvlist, resume_token, xdr_nvlist
 from zverify import _zvcore
 from zverify.sendstream.nvlist import NvlistError, unpack
 from zverify.sendstream.token import TokenError, decode_token

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import needs_installed_command, zverify, zverify_in_process
-from tests.sendstream.streamgen import full_stream, package, resume_token
+from tools.streamgen import full_stream, package, resume_token
 
 
 def run(args: list[str]) -> tuple[int, str]:

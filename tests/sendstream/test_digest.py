@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from tests.sendstream.conftest import STREAMS
-from tests.sendstream.streamgen import (
+from tools.streamgen import (
     StreamBuilder,
     embedded_record,
     lz4_zfs,

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.sendstream.conftest import STREAMS, real_entries
-from tests.sendstream.fuzzing import (
+from tools.fuzzing.sendstream import (
     nvlist_inputs,
     run_nvlist,
     run_stream,
@@ -19,7 +19,7 @@ from tests.sendstream.fuzzing import (
     stream_inputs,
     token_inputs,
 )
-from tests.sendstream.streamgen import package
+from tools.streamgen import package
 from zverify.sendstream.validate import verify_stream
 
 

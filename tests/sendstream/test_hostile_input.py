@@ -21,7 +21,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.cli.console import needs_installed_command, zverify_peak_rss
-from tests.sendstream.streamgen import (
+from tools.streamgen import (
     DRR,
     StreamBuilder,
     fletcher4,

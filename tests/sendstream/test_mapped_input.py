@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify
-from tests.sendstream.streamgen import M64, StreamBuilder, fletcher4, walk
 from tests.sendstream.test_pipes import through_pipe
+from tools.streamgen import M64, StreamBuilder, fletcher4, walk
 from zverify import _zvcore
 from zverify.sendstream.validate import verify_stream
 

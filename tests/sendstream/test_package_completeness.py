@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli.console import zverify_in_process
 from tests.sendstream.conftest import INDEX, STREAMS
-from tests.sendstream.streamgen import StreamBuilder, walk
+from tools.streamgen import StreamBuilder, walk
 from zverify.sendstream.report import StreamReport, Substream
 from zverify.sendstream.validate import verify_stream
 
@@ -97,7 +97,7 @@ def test_summary_names_the_package_target(tmp_path: Path) -> None:
     assert "incremental package, 1 substream," in first and first.endswith("to zv/fs@s3")
 
 
-# -- synthetic packages (tests/sendstream/streamgen.py) ----------------------------------------
+# -- synthetic packages (tools/streamgen.py) ----------------------------------------
 
 
 def _pkg(header: dict | None, toname: str, chain: Chain) -> bytes:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.console import needs_installed_command, zverify
 from tests.sendstream.conftest import INDEX, STREAMS, real_entries
-from tests.sendstream.streamgen import DRR, byteswap, resign, walk
+from tools.streamgen import DRR, byteswap, resign, walk
 from zverify.sendstream.token import decode_token
 from zverify.sendstream.validate import verify_stream
 
@@ -71,7 +71,7 @@ def test_truncated_fixture_is_rejected() -> None:
 
 def _walk_prefix(data: bytes):
     """Records of a truncated stream, walked as far as whole headers go."""
-    from tests.sendstream.streamgen import _payload, byte_order
+    from tools.streamgen import _payload, byte_order
 
     o, pos = byte_order(data), 0
     while pos + DRR <= len(data):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify
-from tests.sendstream import streamgen as sg
+from tools import streamgen as sg
 
 STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
 LARGE_DNODE, LARGE_BLOCKS, EMBED_DATA, LZ4, COMPRESSED = 1 << 23, 1 << 19, 1 << 16, 1 << 17, 1 << 22

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify_in_process
-from tests.sendstream import mutations, streamgen
+from tests.sendstream import mutations
+from tools import streamgen
 
 REFUSED = mutations.refused()
 ACCEPTED = mutations.accepted()

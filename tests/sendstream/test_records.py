@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from tests.sendstream.streamgen import (
+from tools.streamgen import (
     M64,
     StreamBuilder,
     byteswap,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sendstream.streamgen import WRITE, StreamBuilder, full_stream, package, walk
+from tools.streamgen import WRITE, StreamBuilder, full_stream, package, walk
 from zverify.sendstream.report import StreamReport
 from zverify.sendstream.validate import verify_stream
 

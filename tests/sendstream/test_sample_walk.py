@@ -1,5 +1,5 @@
 """The record walk behind `cold check --depth sample` (zv_stream_walk, zverify.cold.proof.sample),
-differentially: seeded random streams built by tests/sendstream/streamgen.py (written apart from
+differentially: seeded random streams built by tools/streamgen.py (written apart from
 zverify's parser, checksums by a plain-Python fletcher-4), walked in small windows from byte
 0 and from random places, with and without a flipped byte.
 
@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from tests.sendstream.streamgen import DRR, StreamBuilder, walk
+from tools.streamgen import DRR, StreamBuilder, walk
 from zverify.cold.proof import sample
 
 CASES = 150

@@ -1,7 +1,7 @@
 """zverify.sendstream.synthesize: a full stream written from state records.
 
 Expected bytes come from outside the writer: real `zfs send` fulls of OpenZFS 2.1.11
-(tests/data/streams) and streams built by tests/sendstream/streamgen.py, split into records
+(tests/data/streams) and streams built by tools/streamgen.py, split into records
 by streamgen's independent walk.  The written streams are judged by zverify's own scanner
 through the installed console script and by streamgen's walk.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from tests.cli.console import needs_installed_command, zverify
 from tests.sendstream.conftest import STREAMS
-from tests.sendstream.streamgen import (
+from tools.streamgen import (
     BEGIN,
     DRR,
     END,

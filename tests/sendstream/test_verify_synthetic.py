@@ -1,4 +1,4 @@
-"""verify_stream on streams built by tests/sendstream/streamgen.py (no ZFS needed).
+"""verify_stream on streams built by tools/streamgen.py (no ZFS needed).
 
 Expected offsets come from walking the records independently (streamgen.walk) or from
 the position of the mutation, never from the code under test.
@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from tests.sendstream.streamgen import (
+from tools.streamgen import (
     DRR,
     END,
     WRITE,
@@ -235,7 +235,7 @@ def test_undecodable_begin_nvlist_is_a_problem(check) -> None:
 
 def test_raw_ivset_chain(check) -> None:
     def sub(b: StreamBuilder, name: str, to: int, frm: int, ivs: dict) -> None:
-        from tests.sendstream.streamgen import native_nvlist
+        from tools.streamgen import native_nvlist
 
         b.begin(
             name, to, frm, features=4 | (1 << 24), payload=native_nvlist({"crypt_keydata": ivs})

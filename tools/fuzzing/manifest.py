@@ -1,8 +1,8 @@
 """Fuzz inputs and the target for the manifest readers: native manifests (with the filter a
 header carries, compiled by the C filter), mtree specs, hashdeep lists, checkfiles and BagIt
 bags, all opened the way `zverify compare` opens a side (zverify.trees.open.manifest_side)
-and read to the end.  Shared by the brief, seeded CI fuzz (test_fuzz_manifest.py) and the long
-harness (bench/fuzz_parsers.py).
+and read to the end.  Shared by the brief, seeded CI fuzz
+(tests/manifest/test_fuzz_manifest.py) and the long harness (bench/fuzz_parsers.py).
 
 The target raises nothing for any input but AssertionError (a broken invariant); a reader
 rejecting its input raises ManifestError, the documented error, which the target catches.
@@ -27,7 +27,7 @@ from typing import Any
 import blake3
 from hypothesis import strategies as st
 
-from tests.sendstream.fuzzing import Mutation, apply, mutation
+from tools.fuzzing.sendstream import Mutation, apply, mutation
 from zverify.errors import ManifestError
 from zverify.filters import filtered
 from zverify.manifest.bounds import bad_name

@@ -1,14 +1,14 @@
 """Fuzz inputs and targets for the parsers of untrusted send-stream data: the C stream
 scanner (through verify_stream and the report renderers), the nvlist decoder and the
-resume-token parser.  Shared by the brief, seeded CI fuzz (test_fuzz.py, also run under
-ASan/UBSan by scripts/asan.sh) and the long harness (bench/fuzz_parsers.py).
+resume-token parser.  Shared by the brief, seeded CI fuzz (tests/sendstream/test_fuzz.py,
+also run under ASan/UBSan by scripts/asan.sh) and the long harness (bench/fuzz_parsers.py).
 
 A target returns normally for any input; it raises only the parser's documented error
 type for what that parser rejects (caught here), and AssertionError when an invariant
 breaks.  Anything else escaping a target is a crash.
 
 Inputs are seeds (real fixtures when present, synthetic streams otherwise, nvlists and
-tokens made with tests/sendstream/streamgen.py) put through byte-level mutations that aim at
+tokens made with tools/streamgen.py) put through byte-level mutations that aim at
 what hostile input does: extreme integers in length/count fields, cuts, inserted and
 deleted bytes, repeated slices (a record repeated), zero runs, splices between seeds.
 """
@@ -21,12 +21,12 @@ import struct
 import zlib
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.sendstream.conftest import STREAMS, real_entries
-from tests.sendstream.streamgen import DRR, StreamBuilder, fletcher4, native_nvlist, xdr_nvlist
+from tools.streamgen import DRR, StreamBuilder, fletcher4, native_nvlist, xdr_nvlist
 from zverify import _zvcore
 from zverify.report import stream as stream_report
 from zverify.sendstream.nvlist import NvlistError, NvlistLimitError, unpack
@@ -34,6 +34,9 @@ from zverify.sendstream.token import TokenError, decode_token
 from zverify.sendstream.validate import HEADER_KEEP, SUBSTREAM_KEEP, verify_stream
 
 Mutation = tuple[str, int, int]
+
+# The real fixture streams, read as data (tests/sendstream/conftest.py names them for the tests)
+STREAMS = Path(__file__).resolve().parents[2] / "tests" / "data" / "streams"
 
 # Values a hostile length, count or size field holds, as 4- and 8-byte words.
 EXTREMES = [0, 1, 7, 8, 0x7F, 0xFF, 0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 1 << 32,
@@ -111,7 +114,9 @@ def mutated(seeds: list[bytes], align: int, max_mutations: int = 4) -> st.Search
 def stream_seeds() -> list[bytes]:
     """Real fixture streams (the smaller ones) and synthetic streams with nvlists."""
     seeds = []
-    for entry in sorted(real_entries(), key=lambda e: e["size"])[:6]:
+    index = STREAMS / "index.json"
+    real = json.loads(index.read_text())["streams"] if index.exists() else []
+    for entry in sorted(real, key=lambda e: e["size"])[:6]:
         if entry["size"] <= 400_000:
             seeds.append((STREAMS / entry["file"]).read_bytes())
     b = StreamBuilder()
