@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from tests.cli.console import zverify
-from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, check_without_dac, guid
+from tests.cold.proof.test_check import (
+    FIXTURE,
+    FULL_S1,
+    INC_S1_S2,
+    STREAMS,
+    check_without_dac,
+    guid,
+)
 
 MANIFEST = f"{FULL_S1}.manifest"
 
@@ -129,3 +136,23 @@ def test_consolidate_carries_the_manifest_of_its_snapshot_to_the_new_full(
     assert same and side["manifest"]["snapshot"] == "zv/fs@s2"
     code, found, _ = check(root)
     assert code == 0 and found == set()
+
+
+def test_a_check_reads_each_sidecar_once_for_the_stream_and_its_manifest(tmp_path: Path) -> None:
+    """The sidecar check and the manifest check share one read of each sidecar: in a bucket
+    every read is a GET, and two reads could also judge two different documents."""
+    from zverify.cold.proof.check import check_archive
+    from zverify.cold.store import LocalStore
+
+    root = archive_with_manifest(tmp_path)
+    (root / f"{INC_S1_S2}.json").write_text(json.dumps({"dataset": "zv/fs"}))
+    reads: list[str] = []
+
+    class Counting(LocalStore):
+        def read_small(self, key: str, expect: Any, limit: int) -> bytes:
+            reads.append(key)
+            return super().read_small(key, expect, limit)
+
+    report = check_archive(Counting([str(root)]))
+    assert report.exit_code == 0, report.all_problems
+    assert sorted(reads) == sorted([f"{FULL_S1}.json", f"{INC_S1_S2}.json"])

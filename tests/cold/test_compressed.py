@@ -13,8 +13,7 @@ import pytest
 
 from tests.cli.console import zverify
 from tests.cold import fakezfs
-from tests.cold.standin import ZfsStandIn, plain_env, run, valid
-from tests.cold.test_check import (
+from tests.cold.proof.test_check import (
     FIXTURE,
     FULL_S1,
     INC_S1_S2,
@@ -25,6 +24,7 @@ from tests.cold.test_check import (
     problems,
     restorable,
 )
+from tests.cold.standin import ZfsStandIn, plain_env, run, valid
 from zverify.cold.plan import SendPlan
 from zverify.cold.restore import receive_file
 from zverify.cold.send import send_to_archive

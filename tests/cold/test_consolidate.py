@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 
 from tests.cli.console import zverify
-from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3, STREAMS, guid
+from tests.cold.proof.test_check import (
+    FIXTURE,
+    FULL_S1,
+    INC_S1_S2,
+    INC_S2_S3,
+    PKG_S1_S3,
+    STREAMS,
+    guid,
+)
 from tests.sendstream.streamgen import DRR, WRITE, resign, walk
 from tests.sendstream.test_synthesize import sender_ordered
 from zverify.cold import consolidate

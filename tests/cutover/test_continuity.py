@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.console import console_script, zverify
 from tests.cli.test_schemas import validate
-from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, guid
+from tests.cold.proof.test_check import FIXTURE, FULL_S1, INC_S1_S2, STREAMS, guid
 from tests.cutover.test_cli import FS, STATE, standin  # noqa: F401  (the fixture)
 
 S1, S2 = int(guid("s1")), int(guid("s2"))

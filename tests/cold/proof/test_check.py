@@ -18,7 +18,7 @@ from zverify.cold.proof.check import check_archive
 from zverify.cold.store import LocalStore
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
-STREAMS = Path(__file__).parents[1] / "data" / "streams"
+STREAMS = Path(__file__).parents[2] / "data" / "streams"
 INDEX = json.loads((STREAMS / "index.json").read_text())
 FULL_S1 = "zv%2Ffs@s1.zfsfull"
 INC_S1_S2 = "zv%2Ffs@s1-@s2.zfsinc"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import zverify
-from tests.cold.test_check import FULL_S1
-from tests.cold.test_scrub import LEDGER, _forge, archive, scrub
+from tests.cold.proof.test_check import FULL_S1
+from tests.cold.proof.test_scrub import LEDGER, _forge, archive, scrub
 from zverify.cold.proof.ledger import DrillFacts, Ledger, LedgerRecord, now
 from zverify.drill.rotation import most_overdue
 

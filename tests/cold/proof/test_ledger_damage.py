@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.cli.console import zverify
-from tests.cold.test_check import FULL_S1
-from tests.cold.test_scrub import HEAD, LEDGER, _forge, _lines, archive, scrub
+from tests.cold.proof.test_check import FULL_S1
+from tests.cold.proof.test_scrub import HEAD, LEDGER, _forge, _lines, archive, scrub
 
 COMMANDS = (["scrub"], ["check"], ["prune"])
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.console import console_script, zverify
-from tests.cold.test_check import FULL_S1, INC_S1_S2
-from tests.cold.test_scrub import HEAD, LEDGER, _lines, archive
+from tests.cold.proof.test_check import FULL_S1, INC_S1_S2
+from tests.cold.proof.test_scrub import HEAD, LEDGER, _lines, archive
 
 
 def killed_at_rename(nth: int, *args: str) -> int:

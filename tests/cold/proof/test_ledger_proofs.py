@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.cli.console import console_script, zverify
-from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, STREAMS
-from tests.cold.test_scrub import HEAD, LEDGER, _lines, _metrics, archive, read_now, scrub
+from tests.cold.proof.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, STREAMS
+from tests.cold.proof.test_scrub import HEAD, LEDGER, _lines, _metrics, archive, read_now, scrub
 
 if TYPE_CHECKING:
     from tests.cold.store.bucket_fixtures import S3Env

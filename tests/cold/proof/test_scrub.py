@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.cli.console import console_script, zverify
-from tests.cold.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3, STREAMS
+from tests.cold.proof.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3, STREAMS
 
 LEDGER = ".zverify-ledger.jsonl"
 HEAD = ".zverify-ledger.head"
