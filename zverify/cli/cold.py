@@ -503,7 +503,7 @@ def restore(
     if tier not in ("Standard", "Bulk", "Expedited"):
         raise UsageError(f"--tier {tier!r}: Standard, Bulk or Expedited")
     store = _store(directories, recursive, endpoint_url)
-    if thaw and store.uses_local_files:
+    if thaw and store.bucket is None:
         raise UsageError("--thaw is for s3:// archives: a file needs no thaw")
     options = operations.RestoreOptions(
         snapshot, dataset, repair_first, dry_run, script_file, (days, tier) if thaw else None
@@ -588,7 +588,7 @@ def lock(
     if mode not in ("GOVERNANCE", "COMPLIANCE"):
         raise UsageError(f"--mode {mode!r}: GOVERNANCE or COMPLIANCE")
     store = _store([directory], False, endpoint_url)
-    if store.uses_local_files:
+    if store.bucket is None:
         raise UsageError("cold lock is for s3:// archives in a bucket with object lock")
     bars = _bars(quiet or no_progress or as_json)
     result = operations.lock_chains(store, days, mode, keep_chains, dry_run, max(0.0, wait), bars)

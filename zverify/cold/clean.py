@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from zverify.cold import entries, names
 from zverify.cold.entries import FileStamp
 from zverify.cold.names import WORK_DIRS
-from zverify.cold.store import Store, lock, workdir
+from zverify.cold.store import Store, bucket_of, lock, workdir
 from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
@@ -76,8 +76,9 @@ def _clean_uploads(store: Store, remove: bool) -> list[Leftover]:
     for entry in store.entries():
         if entry.upload is None:
             continue
+        bucket = bucket_of(store)  # only a bucket lists uploads
         try:
-            size, idle, left = store.upload_state(entry)
+            size, idle, left = bucket.upload_state(entry)
         except OSError as err:
             found.append(Leftover(entry.key, left=f"cannot list its parts: {err.strerror}"))
             continue
@@ -86,7 +87,7 @@ def _clean_uploads(store: Store, remove: bool) -> list[Leftover]:
             item.in_progress = f"an upload that received a part {idle:.0f} s ago"
             item.left = None if not remove else "a part arrived within the hour: not aborted"
         elif remove:
-            store.abort_upload(entry)
+            bucket.abort_upload(entry)
             item.removed = True
         found.append(item)
     return found

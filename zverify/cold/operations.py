@@ -45,7 +45,7 @@ from zverify.cold.prune import DatasetPrune
 from zverify.cold.repair import Outcome, Removal
 from zverify.cold.restore import RestorePlan
 from zverify.cold.send import SentFile
-from zverify.cold.store import Store
+from zverify.cold.store import Store, bucket_of
 from zverify.errors import ColdError, UnrestorableError
 from zverify.zfs import inventory, ops
 
@@ -423,10 +423,11 @@ def _ask(store: Store, planned: thaw.ThawPlan, options: RestoreOptions) -> thaw.
     asked = [f for f in planned.pending if f.state == "frozen"]
     if asked and not options.dry_run:
         assert options.thaw is not None
+        bucket = bucket_of(store)  # only a bucket has objects to thaw
         for f in asked:
-            store.thaw(f.key, *options.thaw)
+            bucket.thaw(f.key, *options.thaw)
         try:
-            planned.archived = store.frozen()
+            planned.archived = bucket.frozen()
         except OSError as err:
             raise ColdError(f"cannot ask {store.shown} how far the thaws are: {err}") from None
     return planned
@@ -571,9 +572,9 @@ def lock_chains(
         done: list[tuple[str, str, object]] = []
         for key in keys:
             if dry_run:
-                done.append((key, "would-extend", store.retained_until(key)))
+                done.append((key, "would-extend", bucket_of(store).retained_until(key)))
             else:
-                done.append((key, *store.retain(key, mode, until)))
+                done.append((key, *bucket_of(store).retain(key, mode, until)))
     return LockedChains(store.shown, until, done, dry_run, not_read(report))
 
 

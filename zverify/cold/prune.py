@@ -264,14 +264,19 @@ def left_behind(store: Store, files: list[str]) -> dict[str, str]:
     older versions of its key, the newest of which becomes current, never read, so that the
     file is not gone (its next check judges what is there; a later prune deletes it once
     proven).  Only the proven version is ever deleted: an older one was never read."""
-    return {name: said for name in files if (said := store.left_behind(name))}
+    if store.bucket is None:
+        return {}  # an unlinked file leaves nothing behind
+    return {name: said for name in files if (said := store.bucket.left_behind(name))}
 
 
 def locked(store: Store, decision: DatasetPrune) -> str | None:
     """Why none of the decided files may go yet: an object lock (retention or legal hold)
     on any of them.  A dataset's files go all or none, so that a lock never leaves an
     incremental whose base was deleted around it."""
-    held = {name: until for name in decision.files if (until := store.retained_until(name))}
+    bucket = store.bucket
+    if bucket is None:
+        return None  # a directory has no object lock
+    held = {name: until for name in decision.files if (until := bucket.retained_until(name))}
     if not held:
         return None
     last = max(held.values())

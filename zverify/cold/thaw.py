@@ -89,7 +89,7 @@ def plan_thaw(store: Store, dataset: str | None, snapshot: str | None) -> ThawPl
     from the sidecars: not verified, as nothing frozen was read)."""
     listed = store.entries()
     try:
-        archived = store.frozen()
+        archived = store.bucket.frozen() if store.bucket is not None else []
     except OSError as err:
         raise ColdError(f"cannot ask {store.shown} which objects are archived: {err}") from None
     if all(f.state == "thawed" for f in archived):

@@ -37,7 +37,7 @@ from zverify.cold.entries import FileStamp
 from zverify.cold.names import DAMAGED, MANIFEST, SIDECAR, WORK_DIRS
 from zverify.cold.parity import Parity
 from zverify.cold.proof import ledger
-from zverify.cold.store import Entry, Store, lock
+from zverify.cold.store import Entry, Store, bucket_of, lock
 from zverify.errors import ColdError
 from zverify.sendstream.chain import (
     ArchivedFile,
@@ -173,7 +173,7 @@ def check_archive(
     plans = {d: p for d, p in plan(archived).items() if d in datasets}
     for d, p in plans.items():
         p.was = tuple(sorted(n for n, named in renamed.items() if named == d and n != d))
-    hazards = [Problem(store.shown, kind, message) for kind, message in store.hazards()]
+    warned = [Problem(store.shown, kind, message) for kind, message in hazards(store)]
     report = ArchiveReport(
         store.shown,
         files,
@@ -182,7 +182,7 @@ def check_archive(
         [p for d in datasets for p in _chain_problems(plans[d], store)]
         + stray
         + aside.loose
-        + hazards,
+        + warned,
         sorted(aside.kept),
         level,
         store,
@@ -321,8 +321,13 @@ def upload_report(store: Store, entry: Entry) -> FileReport:
     """An unfinished multipart upload in a bucket: a send's (parts still arriving) or the
     leftover of one that died (no part for IDLE_SECONDS; aborted by `cold clean --yes`)."""
     name = entry.key
+def hazards(store: Store) -> list[tuple[str, str]]:
+    """What the storage itself will do to the archive (a bucket's lifecycle rules)."""
+    return store.bucket.hazards() if store.bucket is not None else []
+
+
     try:
-        size, idle, left = store.upload_state(entry)
+        size, idle, left = bucket_of(store).upload_state(entry)  # only a bucket lists uploads
     except OSError as err:
         why = f"an unfinished upload (cannot list its parts: {err}): never part of a chain"
         return FileReport(name, "partial", problems=[Problem(name, "partial", why)])

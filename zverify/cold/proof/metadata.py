@@ -21,10 +21,11 @@ from zverify.cold.proof.check import (
     FileReport,
     Problem,
     beside_streams,
+    hazards,
     upload_report,
 )
 from zverify.cold.sidecar import MAX_BYTES
-from zverify.cold.store import IN_FLIGHT, Entry, Store
+from zverify.cold.store import IN_FLIGHT, Entry, Store, bucket_of
 
 DEPTH = "metadata"
 # the algorithms of the composite a bucket send records in its sidecar (s3_checksum_ALG) and
@@ -63,7 +64,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     stray += _manifests(store, files, listed)
     if dataset is not None:
         files = [f for f in files if (f.stored or {}).get("dataset") in (None, dataset)]
-    stray += [Problem(store.shown, kind, message) for kind, message in store.hazards()]
+    stray += [Problem(store.shown, kind, message) for kind, message in hazards(store)]
     report = ArchiveReport(store.shown, files, {}, {}, stray, [], None, store, store.places)
     report.depth = DEPTH
     return report
@@ -95,7 +96,7 @@ def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
     name, size = entry.key, entry.st.st_size
     found = FileReport(name, "unknown", size, place=entry.place, identity=FileStamp.of(entry.st))
     try:
-        found.stored = store.stored(name)
+        found.stored = bucket_of(store).stored(name)
     except OSError as err:
         found.problems.append(Problem(name, "unreadable", f"cannot be asked: {err.strerror}"))
         found.readable = False

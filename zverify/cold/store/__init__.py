@@ -3,10 +3,19 @@ several on this host (local.py, with the readers'/writers' lock, lock.py, and th
 directories of parity and repair, workdir.py), or a bucket's prefix (s3.py over s3io.py and
 s3api.py, which alone imports boto3).  open_store() chooses one from the places given, as
 a command line gives them; a command then asks the store what it can do (uses_local_files,
-ledger_path(), for_new_files()), never which kind it is.  tests/cold/store/ holds every store
-to the same contract."""
+ledger_path(), for_new_files(), bucket), never which kind it is.  tests/cold/store/ holds
+every store to the same contract."""
 
-from zverify.cold.store.base import IN_FLIGHT, Entry, Frozen, Store, StoreWriter, Unsynced
+from zverify.cold.store.base import (
+    IN_FLIGHT,
+    Bucket,
+    Entry,
+    Frozen,
+    Store,
+    StoreWriter,
+    Unsynced,
+    bucket_of,
+)
 from zverify.cold.store.local import LocalStore, Writer, create_exclusive, refuse_existing
 from zverify.errors import UsageError
 
@@ -37,6 +46,7 @@ def open_store(
 
 __all__ = [
     "IN_FLIGHT",
+    "Bucket",
     "Entry",
     "Frozen",
     "LocalStore",
@@ -44,6 +54,7 @@ __all__ = [
     "StoreWriter",
     "Unsynced",
     "Writer",
+    "bucket_of",
     "create_exclusive",
     "open_store",
     "refuse_existing",

@@ -22,6 +22,9 @@ The operations (Store):
   local_path(key)           a real path, for tools that need one (par2): local places only
   ledger_path()             the archive's own proof ledger (a bucket keeps none: --ledger)
   for_new_files()           the store a new file goes into (a directory archive's first place)
+  bucket                    what only an object store does (storage classes and thaws, object
+                            lock, versions, stored checksums, multipart uploads, lifecycle
+                            rules): a Bucket, or None for a directory
 
 LocalStore (local.py) is the local implementation: one directory, or a set of directories;
 S3Store (s3.py) a bucket's prefix; open_store() (the package's) chooses one from the places.  The
@@ -90,15 +93,6 @@ class Store(Protocol):
     def writer(self, key: str) -> "StoreWriter": ...
     def delete(self, key: str, expect: FileStamp) -> None: ...
     def delete_aside(self, key: str) -> None: ...
-    def left_behind(self, key: str) -> str | None: ...  # what stays once deleted (versions)
-    def retained_until(self, key: str) -> "datetime.datetime | None": ...
-    def stored(self, key: str) -> dict[str, object]: ...
-    def hazards(self) -> list[tuple[str, str]]: ...
-    def frozen(self) -> list[Frozen]: ...
-    def thaw(self, key: str, days: int, tier: str) -> None: ...
-    def retain(self, key: str, mode: str, until: datetime.datetime) -> tuple[str, object]: ...
-    def upload_state(self, entry: Entry) -> tuple[int, float, bool]: ...
-    def abort_upload(self, entry: Entry) -> None: ...
     def ensure_unchanged(self, key: str, expect: FileStamp | None) -> None: ...
     def lock(self, how: str, wait: float = 0) -> "contextlib.AbstractContextManager[None]": ...
     def local_path(self, key: str) -> str: ...
@@ -108,6 +102,24 @@ class Store(Protocol):
     # what a command asks instead of which kind of store it has:
     def ledger_path(self) -> str | None: ...  # the archive's own ledger file; None: keeps none
     def for_new_files(self) -> "Store": ...  # where a send or consolidate writes its file
+    @property
+    def bucket(self) -> "Bucket | None": ...  # what only an object store does; None: a directory
+
+
+class Bucket(Protocol):
+    """What only an object store does, asked of Store.bucket: a directory has none of it, so
+    a command that finds None knows there is nothing to thaw, lock, look up or abort (rather
+    than calling stubs that answer "nothing")."""
+
+    def left_behind(self, key: str) -> str | None: ...  # what stays once deleted (versions)
+    def retained_until(self, key: str) -> "datetime.datetime | None": ...  # object lock
+    def retain(self, key: str, mode: str, until: datetime.datetime) -> tuple[str, object]: ...
+    def stored(self, key: str) -> dict[str, object]: ...  # checksum, class, version: HEAD
+    def hazards(self) -> list[tuple[str, str]]: ...  # lifecycle rules that delete or move
+    def frozen(self) -> list[Frozen]: ...  # objects of an archive storage class
+    def thaw(self, key: str, days: int, tier: str) -> None: ...
+    def upload_state(self, entry: Entry) -> tuple[int, float, bool]: ...  # multipart uploads
+    def abort_upload(self, entry: Entry) -> None: ...
 
 
 class StoreWriter(Protocol):
@@ -122,6 +134,15 @@ class StoreWriter(Protocol):
     def sidecar_digests(self) -> dict[str, str]: ...
     def commit(self) -> None: ...
     def discard(self) -> str | None: ...
+
+
+def bucket_of(store: Store) -> Bucket:
+    """store's object-store operations, for a step only a bucket reaches (an upload it
+    listed, a depth or a thaw the command line allows for s3:// only).  Raises ColdError
+    naming the place when a directory gets there: a refusal, never a silent "nothing"."""
+    if store.bucket is None:
+        raise ColdError(f"{store.shown} is a directory, not a bucket: nothing of this kind here")
+    return store.bucket
 
 
 class Unsynced(ColdError):

@@ -3,7 +3,6 @@ the exclusive NAME.partial renamed into place that every new file of such an arc
 written through (the interface they implement: base.py)."""
 
 import contextlib
-import datetime
 import hashlib
 import os
 import stat
@@ -13,7 +12,7 @@ from typing import Any
 from zverify.cold import entries, names
 from zverify.cold.entries import FileStamp
 from zverify.cold.store import lock
-from zverify.cold.store.base import Entry, Frozen, Unsynced
+from zverify.cold.store.base import Entry, Unsynced
 from zverify.cold.store.workdir import fsync_dir
 from zverify.errors import ArchiveError, ColdError
 
@@ -25,6 +24,7 @@ class LocalStore:
 
     uses_local_files = True
     deletion = "unlinked"
+    bucket = None  # no storage classes, object lock, versions or uploads: see base.Bucket
 
     def __init__(self, places: list[str], recursive: bool = False) -> None:
         """Raises ArchiveError when a place is not a directory that can be read, or is given
@@ -195,39 +195,6 @@ class LocalStore:
             fsync_dir(directory)
         except OSError as err:
             raise Unsynced(f"the fsync of {directory} failed: {err.strerror}") from None
-
-    def left_behind(self, key: str) -> str | None:
-        """An unlinked file leaves nothing behind (a bucket's older versions may stay)."""
-        return None
-
-    def retained_until(self, key: str) -> datetime.datetime | None:
-        """A directory has no object lock."""
-        return None
-
-    def hazards(self) -> list[tuple[str, str]]:
-        """(kind, message) of what the storage itself will do to the archive: nothing, here."""
-        return []
-
-    def frozen(self) -> list[Frozen]:
-        """A file is always readable: no storage class to thaw from."""
-        return []
-
-    def thaw(self, key: str, days: int, tier: str) -> None:
-        raise ColdError(f"{names.shown(key)}: a file needs no thaw")
-
-    def retain(self, key: str, mode: str, until: datetime.datetime) -> tuple[str, object]:
-        raise ColdError(f"{names.shown(key)}: a directory has no object lock")
-
-    def stored(self, key: str) -> dict[str, object]:
-        """A file has no stored checksum, class or version: its bytes are what a check reads."""
-        return {}
-
-    # never called: a directory lists no multipart upload (Entry.upload is None)
-    def upload_state(self, entry: Entry) -> tuple[int, float, bool]:
-        raise ColdError(f"{names.shown(entry.key)}: a directory has no multipart uploads")
-
-    def abort_upload(self, entry: Entry) -> None:
-        raise ColdError(f"{names.shown(entry.key)}: a directory has no multipart uploads")
 
     def delete_aside(self, key: str) -> None:
         """A plain file only: anything else under a sidecar's or parity's name is reported

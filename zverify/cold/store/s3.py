@@ -550,6 +550,11 @@ class S3Store:
     def for_new_files(self) -> "S3Store":
         return self
 
+    @property
+    def bucket(self) -> "S3Store":
+        """Every object-store operation (base.Bucket) is this store's own."""
+        return self
+
     @contextlib.contextmanager
     def lock(self, how: str, wait: float = 0) -> Iterator[None]:
         """No lock: a bucket has none that two hosts share (the module's docstring says what
