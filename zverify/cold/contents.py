@@ -17,7 +17,7 @@ A restore never needs it, and `cold prune` deletes it with its stream.
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -113,15 +113,19 @@ def check(
     sidecars: dict[str, FileStamp],
     manifests: dict[str, FileStamp],
     read: bool = True,
+    known: Mapping[str, dict[str, object] | None] | None = None,
 ) -> Iterator[tuple[str, str, str]]:
     """(file, kind, message) of every doubt about the manifests: streams are (name, intact)
     of the files read as streams, sidecars and manifests the files listed beside them.
     read False (`check --depth metadata`): each manifest's listed size is held to its
-    sidecar's, no byte of it read."""
+    sidecar's, no byte of it read.  known: the manifest entry (named()) of each stream
+    whose sidecar the caller already read, so that no sidecar is read twice (in a bucket,
+    each read is a GET)."""
     here = {name for name, _ in streams}
     named: set[str] = set()
+    known = known or {}
     for stream, intact in streams:
-        entry = _named(store, stream, sidecars)
+        entry = known[stream] if stream in known else _named(store, stream, sidecars)
         if entry is None:
             continue
         key = name_of(stream)
@@ -145,8 +149,13 @@ def _named(store: Store, stream: str, sidecars: dict[str, FileStamp]) -> dict[st
     key = stream + names.SIDECAR
     if key not in sidecars:
         return None
-    doc = _sidecar(store, key, sidecars[key])
-    entry = doc.get(KEY) if doc is not None else None
+    return named(_sidecar(store, key, sidecars[key]))
+
+
+def named(doc: object) -> dict[str, object] | None:
+    """The manifest entry of a sidecar's document (what sidecar.load() made of it: a
+    tuple when it could not be read), or None."""
+    entry = doc.get(KEY) if isinstance(doc, dict) else None
     return entry if isinstance(entry, dict) else None
 
 

@@ -109,14 +109,13 @@ def load(key: str, read: Callable[[], bytes]) -> dict[str, object] | tuple[str, 
 
 
 def mismatch(
-    key: str, read: Callable[[], bytes], actual: dict[str, object]
+    key: str, doc: dict[str, object] | tuple[str, str], actual: dict[str, object]
 ) -> tuple[str, str] | None:
-    """(kind, message): how the sidecar key (its bytes from read()) disagrees with its
+    """(kind, message): how the sidecar key (doc: what load() made of it) disagrees with its
     stream's facts, or None.  A key it does not have is no disagreement: its sha256 is for
     tools without zverify (the stream's own checksums cover every byte).  A sidecar that
     cannot be read is "unreadable" (no verdict on it: exit 2), one read but not what it
     should be "sidecar-mismatch" (load())."""
-    doc = load(key, read)
     if isinstance(doc, tuple):
         return doc
     name = names.shown(os.path.basename(key))

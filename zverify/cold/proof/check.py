@@ -23,6 +23,7 @@ feeds the same FileReport/ArchiveReport, and the formats it reads already live a
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import shlex
@@ -155,7 +156,7 @@ def check_archive(
             found.place = entry.place
             files.append(found)
     _check_names(files)
-    stray = _check_sidecars(store, files, aside.sidecars)
+    stray = _check_sidecars(store, files, aside)
     stray += _check_manifests(store, files, aside)
     stray += _check_parity(store, files, aside.parities)
     level = parity.percent_of([f.parity for f in files if f.parity is not None])
@@ -212,7 +213,7 @@ def prove_file(
     if found is None:
         return None
     found.place = entry.place
-    _check_sidecars(store, [found], aside.sidecars)
+    _check_sidecars(store, [found], aside)
     _check_manifests(store, [found], aside)
     _check_parity(store, [found], aside.parities)
     return found
@@ -258,6 +259,9 @@ class _Aside:
     parities: dict[str, FileStamp] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     loose: list[Problem] = field(default_factory=list)
+    # each stream's manifest entry (contents.named), from its sidecar as the sidecar check
+    # read it: the manifest check reads no sidecar again
+    named: dict[str, dict[str, object] | None] = field(default_factory=dict)
 
 
 def _look(
@@ -317,15 +321,15 @@ def _set_aside(aside: "_Aside", name: str, st: os.stat_result) -> None:
         aside.kept.append(name)
 
 
-def upload_report(store: Store, entry: Entry) -> FileReport:
-    """An unfinished multipart upload in a bucket: a send's (parts still arriving) or the
-    leftover of one that died (no part for IDLE_SECONDS; aborted by `cold clean --yes`)."""
-    name = entry.key
 def hazards(store: Store) -> list[tuple[str, str]]:
     """What the storage itself will do to the archive (a bucket's lifecycle rules)."""
     return store.bucket.hazards() if store.bucket is not None else []
 
 
+def upload_report(store: Store, entry: Entry) -> FileReport:
+    """An unfinished multipart upload in a bucket: a send's (parts still arriving) or the
+    leftover of one that died (no part for IDLE_SECONDS; aborted by `cold clean --yes`)."""
+    name = entry.key
     try:
         size, idle, left = bucket_of(store).upload_state(entry)  # only a bucket lists uploads
     except OSError as err:
@@ -556,17 +560,18 @@ def _contradictions(
     return found
 
 
-def _check_sidecars(
-    store: Store, files: list[FileReport], sidecars: dict[str, FileStamp]
-) -> list[Problem]:
+def _check_sidecars(store: Store, files: list[FileReport], aside: _Aside) -> list[Problem]:
     """A sidecar must agree with its stream (zverify.cold.sidecar); one without a stream is
-    reported."""
+    reported.  Each sidecar read keeps its manifest entry in aside.named."""
+    sidecars = aside.sidecars
     for f in files:
         if f.archived is not None and f.name + SIDECAR in sidecars:
             key = f.name + SIDECAR
             actual = sidecar.facts(f.archived, f.size, f.kind)
-            read = lambda key=key: store.read_small(key, sidecars[key], sidecar.MAX_BYTES)  # noqa: E731
-            wrong = sidecar.mismatch(key, read, actual)
+            read = functools.partial(store.read_small, key, sidecars[key], sidecar.MAX_BYTES)
+            doc = sidecar.load(key, read)
+            aside.named[f.name] = contents.named(doc)
+            wrong = sidecar.mismatch(key, doc, actual)
             if wrong is not None:
                 f.problems.append(Problem(f.name, *wrong))
     streams = {f.name for f in files}
@@ -585,7 +590,8 @@ def _check_manifests(store: Store, files: list[FileReport], aside: _Aside) -> li
     by_name = {f.name: f for f in files}
     streams = [(f.name, f.archived is not None) for f in files if f.kind != "partial"]
     stray = []
-    for name, kind, message in contents.check(store, streams, aside.sidecars, aside.manifests):
+    found = contents.check(store, streams, aside.sidecars, aside.manifests, known=aside.named)
+    for name, kind, message in found:
         problem = Problem(name, kind, message)
         if name in by_name:
             by_name[name].problems.append(problem)

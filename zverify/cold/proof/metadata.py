@@ -38,6 +38,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     ArchiveError when the store cannot be listed)."""
     listed = store.entries()
     sidecars = {e.key: e for e in listed if e.key.endswith(SIDECAR)}
+    named: dict[str, dict[str, object] | None] = {}  # each sidecar's manifest entry, as read
 
     def one(entry: Entry) -> FileReport:
         if entry.upload is not None:
@@ -47,7 +48,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
             return FileReport(
                 entry.key, "unknown", problems=[Problem(entry.key, "not-a-stream", why)]
             )
-        return _described(store, entry, sidecars.get(entry.key + SIDECAR))
+        return _described(store, entry, sidecars.get(entry.key + SIDECAR), named)
 
     # two requests an object (HEAD, the sidecar's GET), each a round trip: a few at a time
     with ThreadPoolExecutor(IN_FLIGHT) as pool:
@@ -61,7 +62,7 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
         for key in sorted(sidecars)
         if key[: -len(SIDECAR)] not in streams
     ]
-    stray += _manifests(store, files, listed)
+    stray += _manifests(store, files, listed, named)
     if dataset is not None:
         files = [f for f in files if (f.stored or {}).get("dataset") in (None, dataset)]
     stray += [Problem(store.shown, kind, message) for kind, message in hazards(store)]
@@ -70,9 +71,15 @@ def check_metadata(store: Store, dataset: str | None = None) -> ArchiveReport:
     return report
 
 
-def _manifests(store: Store, files: list[FileReport], listed: list[Entry]) -> list[Problem]:
+def _manifests(
+    store: Store,
+    files: list[FileReport],
+    listed: list[Entry],
+    named: dict[str, dict[str, object] | None],
+) -> list[Problem]:
     """The manifests beside the streams (zverify.cold.contents), by their listed sizes: one a
-    sidecar names and the listing lacks is known without reading a byte."""
+    sidecar names and the listing lacks is known without reading a byte, nor any sidecar
+    read again (named: each stream's manifest entry, as _described() read its sidecar)."""
     stamps = {
         e.key: FileStamp.of(e.st)
         for e in listed
@@ -83,7 +90,8 @@ def _manifests(store: Store, files: list[FileReport], listed: list[Entry]) -> li
     by_name = {f.name: f for f in files}
     streams = [(f.name, f.readable) for f in files if f.kind != "partial"]
     stray = []
-    for name, kind, message in contents.check(store, streams, sidecars, manifests, read=False):
+    found = contents.check(store, streams, sidecars, manifests, read=False, known=named)
+    for name, kind, message in found:
         if name in by_name:
             by_name[name].problems.append(Problem(name, kind, message))
         else:
@@ -91,7 +99,12 @@ def _manifests(store: Store, files: list[FileReport], listed: list[Entry]) -> li
     return stray
 
 
-def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
+def _described(
+    store: Store,
+    entry: Entry,
+    sidecar: Entry | None,
+    named: dict[str, dict[str, object] | None],
+) -> FileReport:
     assert entry.st is not None
     name, size = entry.key, entry.st.st_size
     found = FileReport(name, "unknown", size, place=entry.place, identity=FileStamp.of(entry.st))
@@ -107,6 +120,7 @@ def _described(store: Store, entry: Entry, sidecar: Entry | None) -> FileReport:
         return found
     key, listed = sidecar.key, FileStamp.of(sidecar.st)
     doc = sidecar_file.load(key, lambda: store.read_small(key, listed, MAX_BYTES))
+    named[name] = contents.named(doc)  # one key per thread: no lock needed
     if isinstance(doc, tuple):  # a sidecar unreadable, or not a sidecar
         found.problems.append(Problem(sidecar.key, *doc))
         return found
