@@ -804,7 +804,7 @@ def test_cold_restore_documents(cli: Run, tmp_path: Path) -> None:
 @exercises("cold-lock")
 def test_cold_lock_documents() -> None:
     """Rendered from results (the command itself runs against a real S3 server with object
-    lock in tests/s3/test_cold_bucket.py): a run and a dry run, with a problem not read."""
+    lock in tests/cold/store/test_bucket.py): a run and a dry run, with a problem not read."""
     until = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     before = datetime.datetime(2029, 1, 1, tzinfo=datetime.UTC)
     unread = Problem("fs@s2.zfs", "unreadable", "cannot be read whole")

@@ -1,6 +1,6 @@
 """What `restore --thaw` waits for and leaves alone, by thaw state: the `thawing` state is
-what a real Glacier shows for hours, and moto (tests/s3/test_standin.py) never does, so it
-is checked here on the plan itself (pure: no store is asked)."""
+what a real Glacier shows for hours, and moto (tests/cold/store/test_bucket_lifecycle_thaw.py)
+never does, so it is checked here on the plan itself (pure: no store is asked)."""
 
 from zverify.cold.store import Frozen
 from zverify.cold.thaw import ThawPlan
