@@ -35,7 +35,8 @@ def test_a_drill_line_reads_back_and_is_no_files_proof(tmp_path: Path) -> None:
     assert code == 0 and doc["drill_age_seconds"]["zv/fs"] is not None
     prom = tmp_path / "cold.prom"
     assert zverify("cold", "scrub", "--prometheus", str(prom), str(root)).returncode == 0
-    rows = [line for line in prom.read_text().splitlines() if line.startswith("zverify_cold_drill")]
+    drill = ("zverify_cold_drill", "zverify_cold_archive_drill")
+    rows = [line for line in prom.read_text().splitlines() if line.startswith(drill)]
     assert len(rows) == 2 and not any("+Inf" in row for row in rows), rows
     Ledger.open(str(root / LEDGER)).append([drilled("damaged")])  # the last drill failed
     code, doc, _ = scrub(root)

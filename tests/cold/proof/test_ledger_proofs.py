@@ -55,7 +55,7 @@ def test_an_archive_copied_with_its_ledger_by_rsync_is_proven_again(tmp_path: Pa
     code, doc, err = scrub(b, "--max-bytes", "1", "--prometheus", str(prom))
     # no proof made on A stands for B: neither file is proven before this run reads one
     where = f'archive="{b}"'
-    assert int(_metrics(prom)[f"zverify_cold_unproven_bytes{{{where}}}"]) > 0, err
+    assert int(_metrics(prom)[f"zverify_cold_archive_unproven_bytes{{{where}}}"]) > 0, err
     assert len(read_now(doc)) == 1 and doc["unproven_bytes"] > 0
     code, doc, err = scrub(b, "--max-age", "30")
     assert code == 1, err  # the damaged full is read and found, not PROVEN
@@ -220,8 +220,8 @@ def test_an_archive_proven_only_in_the_future_has_no_negative_age(tmp_path: Path
     assert len(future) == 2 and all("at 2031-01-01T00:00" in line for line in future), lines
     where = f'archive="{root}"'
     metrics = _metrics(prom)
-    assert metrics[f"zverify_cold_oldest_proof_age_seconds{{{where}}}"] == "+Inf"
-    assert int(metrics[f"zverify_cold_unproven_bytes{{{where}}}"]) > 0
+    assert metrics[f"zverify_cold_archive_oldest_proof_age_seconds{{{where}}}"] == "+Inf"
+    assert int(metrics[f"zverify_cold_archive_unproven_bytes{{{where}}}"]) > 0
     code, doc, err = scrub(root, "--max-age", "30")  # the other file, found as it was
     assert code == 0 and len(read_now(doc)) == 1 == len(doc["future_proofs"]), err
     assert read_now(doc) == [f["file"] for f in doc["future_proofs"]]
@@ -238,7 +238,9 @@ def test_a_proof_a_little_ahead_is_a_proof_of_age_zero(tmp_path: Path) -> None:
     code, doc, err = scrub(root, "--max-age", "1", "--prometheus", str(prom))
     assert code == 0 and read_now(doc) == [] and doc["future_proofs"] == [], err
     assert doc["oldest_proof_age_seconds"] == 0
-    assert _metrics(prom)[f'zverify_cold_oldest_proof_age_seconds{{archive="{root}"}}'] == "0"
+    assert (
+        _metrics(prom)[f'zverify_cold_archive_oldest_proof_age_seconds{{archive="{root}"}}'] == "0"
+    )
 
 
 # -- a bucket's ledger (the real S3 server of tests/cold/store) --------------------------

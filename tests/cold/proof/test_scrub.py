@@ -19,6 +19,7 @@ import pytest
 
 from tests.cli.console import console_script, zverify
 from tests.cold.proof.test_check import FIXTURE, FULL_S1, INC_S1_S2, INC_S2_S3, PKG_S1_S3, STREAMS
+from zverify import __version__
 
 LEDGER = ".zverify-ledger.jsonl"
 HEAD = ".zverify-ledger.head"
@@ -242,16 +243,60 @@ def test_the_prometheus_file_says_how_old_the_oldest_proof_is(tmp_path: Path) ->
     assert code == 0, err
     where = f'archive="{root}"'
     metrics = _metrics(prom)
-    assert metrics[f"zverify_cold_oldest_proof_age_seconds{{{where}}}"] == "+Inf"
-    assert int(metrics[f"zverify_cold_unproven_bytes{{{where}}}"]) > 0
-    assert f"zverify_cold_last_full_pass_timestamp_seconds{{{where}}}" not in metrics
+    assert metrics[f"zverify_cold_archive_oldest_proof_age_seconds{{{where}}}"] == "+Inf"
+    assert int(metrics[f"zverify_cold_archive_unproven_bytes{{{where}}}"]) > 0
+    assert f"zverify_cold_archive_last_full_pass_timestamp_seconds{{{where}}}" not in metrics
     code, doc, err = scrub(root, "--max-bytes", "1", "--prometheus", str(prom))
     assert code == 0 and doc["unproven_bytes"] == 0, err
     metrics = _metrics(prom)
-    assert float(metrics[f"zverify_cold_oldest_proof_age_seconds{{{where}}}"]) < 600
+    assert float(metrics[f"zverify_cold_archive_oldest_proof_age_seconds{{{where}}}"]) < 600
     assert metrics[f'zverify_cold_unproven_bytes{{{where},dataset="zv/fs"}}'] == "0"
-    assert metrics[f"zverify_cold_damaged_files{{{where}}}"] == "0"
+    assert metrics[f"zverify_cold_archive_damaged_files{{{where}}}"] == "0"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
+
+
+def test_the_prometheus_file_is_what_the_textfile_collector_accepts(tmp_path: Path) -> None:
+    """Parsed by prometheus_client's own text parser, held to what node_exporter's textfile
+    collector refuses (a series twice, or one family with two sets of label names), and
+    totals apart from their parts: sum() over the datasets is the archive's series.  One
+    file proven (dataset zv/fs), one never (no dataset known yet: never an empty label,
+    which Prometheus reads as no label, the archive total's series again)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    root = archive(tmp_path / "cold", FULL_S1, INC_S1_S2)
+    prom = tmp_path / "cold.prom"
+    code, _, err = scrub(root, "--max-bytes", "1", "--prometheus", str(prom))
+    assert code == 0, err
+    families = list(text_string_to_metric_families(prom.read_text()))
+    assert len({f.name for f in families}) == len(families)  # HELP and TYPE once each
+    values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in families:
+        assert len({tuple(sorted(s.labels)) for s in family.samples}) <= 1, family.name
+        for s in family.samples:
+            key = (s.name, tuple(sorted(s.labels.items())))
+            assert key not in values and "" not in s.labels.values(), key
+            values[key] = s.value
+
+    def series(name: str) -> dict[str, float]:
+        return {
+            dict(labels).get("dataset", ""): v for (n, labels), v in values.items() if n == name
+        }
+
+    assert set(series("zverify_cold_unproven_bytes")) == {"zv/fs", "(unknown)"}
+    for metric in ("unproven_bytes", "damaged_files", "oldest_proof_age_seconds"):
+        parts, total = series(f"zverify_cold_{metric}"), series(f"zverify_cold_archive_{metric}")
+        assert len(parts) == 2 and len(total) == 1, metric
+        if metric == "oldest_proof_age_seconds":
+            assert total[""] == max(parts.values()) == math.inf  # one file has no proof
+        else:
+            assert total[""] == sum(parts.values()), metric
+    assert series("zverify_cold_unproven_bytes")["(unknown)"] > 0
+    assert series("zverify_cold_scrub_success") == {"": 1.0}
+    assert series("zverify_cold_scrub_exit_code") == {"": 0.0}
+    assert 0 < series("zverify_cold_scrub_duration_seconds")[""] < 600
+    assert abs(series("zverify_cold_scrub_last_run_timestamp_seconds")[""] - time.time()) < 600
+    ((_, build),) = [k for k in values if k[0] == "zverify_build_info"]
+    assert dict(build)["version"] == __version__
 
 
 @pytest.mark.parametrize(

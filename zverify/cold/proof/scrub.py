@@ -95,6 +95,7 @@ class ScrubReport:
     at: datetime.datetime
     budget: Budget
     future: list[tuple[str, str]] = field(default_factory=list)  # (file, its proof's time)
+    seconds: float = 0.0  # how long the run took, listing included
 
     def age(self, f: Scrubbed) -> float | None:
         """Seconds since its proof stood; never negative (a proof up to SKEW ahead is 0 s)."""
@@ -150,6 +151,7 @@ def scrub(
     clock: Callable[[], float] = time.monotonic,
 ) -> ScrubReport:
     """Prove the files due, in order, within budget (see the module's docstring)."""
+    began = clock()
     listed = store.entries()
     streams = [e for e in listed if _scrubbed(e)]
     at = datetime.datetime.now(datetime.UTC)
@@ -172,7 +174,15 @@ def scrub(
         files[entry.key] = _proved(entry, report, proven.get(entry.key), ledger)
     future = _dated_ahead(streams, latest, at)
     return ScrubReport(
-        store.places, ledger, list(files.values()), read, stopped, at, budget, future
+        store.places,
+        ledger,
+        list(files.values()),
+        read,
+        stopped,
+        at,
+        budget,
+        future,
+        clock() - began,
     )
 
 

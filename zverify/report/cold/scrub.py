@@ -9,9 +9,10 @@ while any file has no proof that stands (never proven, or its last proof failed)
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from zverify import exitcodes, provenance
+from zverify import __version__, exitcodes, provenance
 from zverify.cold.names import shown
 from zverify.cold.proof.check import UNVERIFIED
 from zverify.cold.proof.scrub import Scrubbed, ScrubReport
@@ -146,47 +147,90 @@ _METRICS = (
 
 
 def prometheus(r: ScrubReport) -> str:
-    """node_exporter's textfile format: per archive, and per dataset of it."""
+    """node_exporter's textfile format, by its conventions: one series per label set (the
+    collector drops a file that repeats one), and totals apart from their parts, so that
+    sum() by archive over the dataset series equals the archive's series.  Per dataset of
+    the archive zverify_cold_*{archive,dataset} (a file no proof has named a dataset for
+    yet: dataset="(unknown)", never the empty value, which Prometheus reads as no label);
+    per archive zverify_cold_archive_*{archive}; the run's own series; the build."""
     archive = ", ".join(r.places)
     groups: dict[str, list[Scrubbed]] = defaultdict(list)
     for f in r.files:
-        groups[f.dataset or ""].append(f)
-    rows = [({"archive": archive}, r.files)]
-    rows += [({"archive": archive, "dataset": d}, files) for d, files in sorted(groups.items())]
+        groups[f.dataset or UNKNOWN_DATASET].append(f)
     out: list[str] = []
     for metric, help_text in _METRICS:
-        out += [f"# HELP zverify_cold_{metric} {help_text}", f"# TYPE zverify_cold_{metric} gauge"]
-        for labels, files in rows:
-            value = _value(metric, r, files)
-            if value is not None:
-                out.append(f"zverify_cold_{metric}{{{_labels(labels)}}} {_number(value)}")
-    out += _drill_metric(archive, r.drill_ages())
-    out += [
-        "# HELP zverify_cold_scrub_timestamp_seconds When this scrub ran.",
-        "# TYPE zverify_cold_scrub_timestamp_seconds gauge",
-        f'zverify_cold_scrub_timestamp_seconds{{archive="{_escape(archive)}"}} '
-        f"{r.at.timestamp():.0f}",
-        "# HELP zverify_cold_scrub_exit_code The scrub's exit code (0 proven, 1, 2).",
-        "# TYPE zverify_cold_scrub_exit_code gauge",
-        f'zverify_cold_scrub_exit_code{{archive="{_escape(archive)}"}} {r.exit_code}',
-    ]
+        per_dataset = [
+            ({"archive": archive, "dataset": d}, _value(metric, r, files))
+            for d, files in sorted(groups.items())
+        ]
+        out += _family(f"zverify_cold_{metric}", f"{help_text} Per dataset.", per_dataset)
+        total = [({"archive": archive}, _value(metric, r, r.files))]
+        out += _family(f"zverify_cold_archive_{metric}", f"{help_text} The archive.", total)
+    out += _drill_metrics(archive, r.drill_ages())
+    out += _run_metrics(archive, r)
     return "\n".join(out) + "\n"
 
 
-def _drill_metric(archive: str, ages: dict[str, float | None]) -> list[str]:
+UNKNOWN_DATASET = "(unknown)"  # no ZFS dataset name holds parentheses
+
+
+def _family(
+    name: str,
+    help_text: str,
+    series: Sequence[tuple[dict[str, str], float | None]],
+    digits: int = 0,
+) -> list[str]:
+    """One metric: its HELP and TYPE once, then each series that has a value."""
+    rows = [
+        f"{name}{{{_labels(labels)}}} {_number(v, digits)}" for labels, v in series if v is not None
+    ]
+    return [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", *rows]
+
+
+def _drill_metrics(archive: str, ages: dict[str, float | None]) -> list[str]:
     """Per dataset, the age of the drill that last proved it restores; +Inf while it has
     none (never drilled, or its last drill did not pass); the archive's: the oldest."""
-    name = "zverify_cold_drill_age_seconds"
     values = {d: math.inf if age is None else age for d, age in ages.items()}
-    out = [
-        f"# HELP {name} Age of the last passing `cold drill` (+Inf: none, or the last failed).",
-        f"# TYPE {name} gauge",
+    what = "Age of the last passing `cold drill` (+Inf: none, or the last failed)"
+    per_dataset = [({"archive": archive, "dataset": d}, v) for d, v in values.items()]
+    total = [({"archive": archive}, max(values.values()))] if values else []
+    return [
+        *_family("zverify_cold_drill_age_seconds", f"{what}. Per dataset.", per_dataset),
+        *_family("zverify_cold_archive_drill_age_seconds", f"{what}: the oldest.", total),
     ]
-    if values:
-        out.append(f"{name}{{{_labels({'archive': archive})}}} {_number(max(values.values()))}")
-    for d, value in values.items():
-        out.append(f"{name}{{{_labels({'archive': archive, 'dataset': d})}}} {_number(value)}")
-    return out
+
+
+def _run_metrics(archive: str, r: ScrubReport) -> list[str]:
+    """The run itself, as node_exporter's textfile jobs report theirs."""
+    at = {"archive": archive}
+    return [
+        *_family(
+            "zverify_cold_scrub_last_run_timestamp_seconds",
+            "When this scrub ran.",
+            [(at, r.at.timestamp())],
+        ),
+        *_family(
+            "zverify_cold_scrub_duration_seconds",
+            "How long this scrub took.",
+            [(at, r.seconds)],
+            digits=3,
+        ),
+        *_family(
+            "zverify_cold_scrub_success",
+            "1 when this scrub proved every file it read (exit 0), else 0.",
+            [(at, 1.0 if r.exit_code == exitcodes.IDENTICAL else 0.0)],
+        ),
+        *_family(
+            "zverify_cold_scrub_exit_code",
+            "The scrub's exit code (0 proven, 1 damage found, 2 could not read).",
+            [(at, r.exit_code)],
+        ),
+        *_family(
+            "zverify_build_info",
+            "The zverify that wrote this file (always 1).",
+            [({"version": __version__}, 1.0)],
+        ),
+    ]
 
 
 def _value(metric: str, r: ScrubReport, files: list[Scrubbed]) -> float | None:
@@ -202,8 +246,8 @@ def _value(metric: str, r: ScrubReport, files: list[Scrubbed]) -> float | None:
     return min(f.proven_at.timestamp() for f in files if f.proven_at is not None)
 
 
-def _number(value: float) -> str:
-    return "+Inf" if value == math.inf else f"{value:.0f}"
+def _number(value: float, digits: int = 0) -> str:
+    return "+Inf" if value == math.inf else f"{value:.{digits}f}"
 
 
 def _labels(labels: dict[str, str]) -> str:
