@@ -11,7 +11,6 @@ help and man page come from them); each body is parse, one call into zverify.col
 render with zverify.report.cold.
 """
 
-import math
 import os
 import sys
 import typing
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from zverify.cli import units
 from zverify.cli.epilogs import epilog
 from zverify.errors import UsageError
 
@@ -206,8 +206,8 @@ def scrub(
             "--max-bytes",
             metavar="N",
             show_default=False,
-            help="Start no file once N bytes were read (K, M, G, T: powers of 1024); the file "
-            "that crosses it is finished.",
+            help="Start no file once N bytes were read (200G, 1.5TiB: powers of 1024; 200GB: "
+            "of 1000); the file that crosses it is finished.",
         ),
     ] = None,
     max_duration: Annotated[
@@ -216,7 +216,8 @@ def scrub(
             "--max-duration",
             metavar="D",
             show_default=False,
-            help="Start no file after D (seconds, or 30m, 6h, 1d); the one running is finished.",
+            help="Start no file after D (seconds, or 30m, 1h30m, 6h, 1d); the one running is "
+            "finished.",
         ),
     ] = None,
     max_age: Annotated[
@@ -225,7 +226,8 @@ def scrub(
             "--max-age",
             metavar="DAYS",
             show_default=False,
-            help="Skip files proven less than DAYS ago; older proofs count as unproven.",
+            help="Skip files proven less than DAYS ago (or 12h, 35d); older proofs count as "
+            "unproven.",
         ),
     ] = None,
     ledger: LedgerPath = None,
@@ -321,48 +323,18 @@ def _drill_place(
     )
 
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SPANS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 def _bytes_option(text: str | None, option: str = "--max-bytes") -> int | None:
-    if text is None:
-        return None
-    number, unit = text[:-1] if text[-1:].isalpha() else text, text[-1:].upper()
-    unit = unit if unit.isalpha() else ""
-    if unit not in _UNITS or not number.isdigit() or not int(number):
-        raise UsageError(f"{option} {text!r}: a number of bytes above 0, optionally K, M, G or T")
-    return int(number) * _UNITS[unit]
+    return None if text is None else units.size(text, option)
 
 
 def _duration_option(text: str | None) -> float | None:
-    if text is None:
-        return None
-    number, unit = (text[:-1], text[-1]) if text[-1:].isalpha() else (text, "")
-    try:
-        seconds = float(number) * _SPANS[unit]
-    except (ValueError, KeyError):
-        raise UsageError(
-            f"--max-duration {text!r}: seconds, or a number with s, m, h or d"
-        ) from None
-    if not 0 < seconds < math.inf:
-        raise UsageError(f"--max-duration {text!r}: a positive duration")
-    return seconds
+    return None if text is None else units.duration(text, "--max-duration")
 
 
 def _age_option(text: str | None) -> float | None:
-    """--max-age DAYS, in seconds: 0 (every proof is due) or more, never nan nor infinite
+    """--max-age, in seconds: 0 (every proof is due) or more, never nan nor infinite
     (either would make no proof ever due again)."""
-    if text is None:
-        return None
-    try:
-        days = float(text)
-    except ValueError:
-        raise UsageError(f"--max-age {text!r}: a number of days") from None
-    seconds = days * 86400
-    if not 0 <= seconds < math.inf:  # as --max-duration: nan fails every comparison
-        raise UsageError(f"--max-age {text!r}: a number of days, 0 or more")
-    return seconds
+    return None if text is None else units.age(text, "--max-age")
 
 
 @app.command("send", epilog=epilog("cold send"))
@@ -872,7 +844,7 @@ def drill(
         typer.Option(
             "--scratch-file",
             metavar="SIZE",
-            help="Receive into a pool on a new sparse file of SIZE (K, M, G, T) in "
+            help="Receive into a pool on a new sparse file of SIZE (64G, 1.5TiB, 200GB) in "
             "--scratch-dir, destroyed after with its file.",
         ),
     ] = None,
