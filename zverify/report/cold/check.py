@@ -51,7 +51,7 @@ def check_text(report: ArchiveReport) -> str:
     problems = report.all_problems
     if problems:
         lines.append("problems:")
-        lines += [f"  {p.kind:<14} {shown(p.file)}: {p.message}" for p in problems]
+        lines += _problem_lines(problems)
     verdicts = [(f.name, f.parity.repair) for f in report.files if f.parity and f.parity.repair]
     if verdicts:
         lines.append("repair from parity:")
@@ -64,6 +64,27 @@ def check_text(report: ArchiveReport) -> str:
         lines.append(report.ledger)
     lines.append(_verdict(report, problems))
     return text_lines(lines)
+
+
+FOLDED = 3  # this many problems of one kind with one message are one line in text
+
+
+def _problem_lines(problems: list[Problem]) -> list[str]:
+    """One line per problem, but the problems of one kind with one message (every file
+    behind one missing stream: the same cause) as one line naming the first and last file
+    and how many; JSON lists each."""
+    groups: dict[tuple[str, str], list[Problem]] = {}
+    for p in problems:
+        groups.setdefault((p.kind, p.message), []).append(p)
+    lines = []
+    for p in problems:
+        same = groups[p.kind, p.message]
+        if len(same) < FOLDED:
+            lines.append(f"  {p.kind:<14} {shown(p.file)}: {p.message}")
+        elif p is same[0]:  # the run's line, where its first problem was
+            span = f"{shown(p.file)} .. {shown(same[-1].file)} ({len(same):,} files)"
+            lines.append(f"  {p.kind:<14} {span}: {p.message}")
+    return lines
 
 
 def proven_by(depth: str) -> str:
