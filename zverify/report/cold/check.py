@@ -66,20 +66,21 @@ def check_text(report: ArchiveReport) -> str:
     return text_lines(lines)
 
 
-FOLDED = 3  # this many problems of one kind with one message are one line in text
+FOLDED = 3  # this many orphans behind one lost stream are one line in text
 
 
 def _problem_lines(problems: list[Problem]) -> list[str]:
-    """One line per problem, but the problems of one kind with one message (every file
-    behind one missing stream: the same cause) as one line naming the first and last file
-    and how many; JSON lists each."""
+    """One line per problem, but the orphans that follow one orphan (every file behind one
+    lost stream: one cause, one message) as one line naming the first and last file and
+    how many; JSON lists each.  Nothing else is folded: other problems alike in words are
+    about files each worth its own line (a hostile entry must be named)."""
     groups: dict[tuple[str, str], list[Problem]] = {}
     for p in problems:
         groups.setdefault((p.kind, p.message), []).append(p)
     lines = []
     for p in problems:
         same = groups[p.kind, p.message]
-        if len(same) < FOLDED:
+        if p.kind != "orphan" or len(same) < FOLDED:
             lines.append(f"  {p.kind:<14} {shown(p.file)}: {p.message}")
         elif p is same[0]:  # the run's line, where its first problem was
             span = f"{shown(p.file)} .. {shown(same[-1].file)} ({len(same):,} files)"
