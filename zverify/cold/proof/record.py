@@ -45,10 +45,9 @@ def record_check(proofs: Ledger | None, report: ArchiveReport, explicit: bool) -
     if proofs is None:
         return
     made = records(report, "check")
-    last = proofs.last_proven()
+    found = replaced_files(proofs, report)  # keys are unique in a store: one file per name
     for f in report.files:
-        if f.valid and f.name in last:
-            f.problems += replaced(f, last[f.name])
+        f.problems += found.get(f.name, [])
     try:
         proofs.append(made)
     except ColdError as err:
