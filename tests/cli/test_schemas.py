@@ -89,6 +89,7 @@ CONSTANTS = {
     "stream-info": stream_report.INFO_SCHEMA,
     "stream-token": stream_report.TOKEN_SCHEMA,
     "cold-check": check_report.CHECK_SCHEMA,
+    "cold-check-lines": check_report.LINES_SCHEMA,
     "cold-send": cold_report.SEND_SCHEMA,
     "cold-restore": cold_report.RESTORE_SCHEMA,
     "cold-prune": cold_report.PRUNE_SCHEMA,
@@ -190,6 +191,7 @@ JSON_OUTPUTS = {
     ("stream info", "--json"): "stream-info",
     ("stream token", "--json"): "stream-token",
     ("cold check", "--json"): "cold-check",
+    ("cold check", "--jsonl"): "cold-check-lines",
     ("cold send", "--json"): "cold-send",
     ("cold restore", "--json"): "cold-restore",
     ("cold prune", "--json"): "cold-prune",
@@ -238,10 +240,12 @@ def _producers(node: Any) -> list[Any]:
 
 
 def test_every_schema_describes_the_one_producer_object() -> None:
-    """The same object in every document (compare-lines' header has it without "finished")."""
+    """The same object in every document (compare-lines' header has it without "finished";
+    cold-check-lines' header refers to cold-check's)."""
     described = {name: _producers(schema) for name, schema in SCHEMAS.items()}
-    assert all(len(found) == 1 for name, found in described.items() if name != "compare-lines")
-    assert not described["compare-lines"]  # it uses compare's, and its header's own
+    lines = ("compare-lines", "cold-check-lines")
+    assert all(len(found) == 1 for name, found in described.items() if name not in lines)
+    assert not any(described[name] for name in lines)  # they use their document's
     first = described["compare"][0]
     assert all(found == [first] for name, found in described.items() if found)
     assert set(first["required"]) == {"tool", "version", "host", "started", "finished"}
@@ -553,7 +557,7 @@ def _archive(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-@exercises("cold-check")
+@exercises("cold-check", "cold-check-lines")
 def test_cold_check_documents(cli: Run, tmp_path: Path) -> None:
     intact = _archive(
         tmp_path / "intact",
@@ -598,6 +602,29 @@ def test_cold_check_documents(cli: Run, tmp_path: Path) -> None:
         "not-a-stream", "sidecar-mismatch",
     }  # fmt: skip
     assert doc["problems"] and any("offset" in p for p in problems)
+
+    lines = _lines(zverify_in_process("cold", "check", "--jsonl", str(messy)).stdout)
+    for line in lines:
+        validate("cold-check-lines", line)
+    assert [lines[0]["type"], lines[-1]["type"]] == ["header", "summary"]
+    assert lines[0]["schema"] == check_report.LINES_SCHEMA and lines[-1]["exit_code"] == 1
+    kinds = {line["type"] for line in lines}
+    assert kinds == {"header", "dataset", "snapshot", "file", "problem", "summary"}
+    # the same facts as the document: a line per file and per restorable snapshot
+    assert [line["file"] for line in lines if line["type"] == "file"] == doc["files"]
+    snapshots = [line["snapshot"] for line in lines if line["type"] == "snapshot"]
+    assert snapshots == [r for d in doc["datasets"] for r in d["restorable"]]
+
+    # no full: the second incremental follows the first, which lost its base
+    headless = _archive(
+        tmp_path / "headless",
+        {INC_S1_S2: "incr_fs_s1_s2.zstream", INC_S2_S3: "incr_empty_fs_s2_s3.zstream"},
+    )
+    code, doc = cli("cold", "check", "--json", str(headless))
+    assert code == 1
+    validate_document("cold-check", doc)
+    [dataset] = doc["datasets"]
+    assert [p.get("follows") for p in dataset["problems"]] == [None, INC_S1_S2]
 
 
 @pytest.fixture

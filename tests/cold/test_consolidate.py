@@ -34,6 +34,7 @@ from tests.sendstream.test_synthesize import sender_ordered
 from zverify.cold import consolidate
 from zverify.cold.proof.check import check_archive
 from zverify.cold.store import LocalStore
+from zverify.report.cold.check import routes
 
 NAME_S3 = "zv%2Ffs@s3.zfsfull"
 NAME_S2 = "zv%2Ffs@s2.zfsfull"
@@ -59,7 +60,7 @@ def restorable(root: Path) -> tuple[int, dict[str, list[str]]]:
     done = zverify("cold", "check", "--json", str(root))
     doc = json.loads(done.stdout)
     (ds,) = [d for d in doc["datasets"] if d["dataset"] == "zv/fs"]
-    return done.returncode, {r["snapshot"]: r["files"] for r in ds["restorable"]}
+    return done.returncode, {r["snapshot"]: routes(ds)[r["guid"]] for r in ds["restorable"]}
 
 
 # -- routes (no engine needed) ----------------------------------------------------------------
@@ -260,7 +261,9 @@ def test_streamgen_seed_archive_consolidates_to_the_last_snapshot(tmp_path: Path
     done = zverify("cold", "check", "--json", str(root))
     assert done.returncode == 0, done.stdout
     (ds,) = json.loads(done.stdout)["datasets"]
-    assert {r["snapshot"]: r["files"] for r in ds["restorable"]}["2"] == ["setname@2.zfsfull"]
+    assert {r["snapshot"]: routes(ds)[r["guid"]] for r in ds["restorable"]}["2"] == [
+        "setname@2.zfsfull"
+    ]
 
 
 def test_a_raw_chain_is_refused_in_one_line(tmp_path: Path) -> None:

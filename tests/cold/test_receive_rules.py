@@ -19,6 +19,7 @@ from tests.cli.console import zverify
 from tests.cold.standin import GUIDS, STREAMS, plain_env, run
 from tests.sendstream.streamgen import StreamBuilder, package
 from tests.sendstream.test_synthesize import sender_ordered
+from zverify.report.cold.check import routes
 
 LARGE_BLOCKS = 1 << 19
 T = 1_795_288_679  # one second: the review's @1 and @2
@@ -50,7 +51,7 @@ def check(root: Path) -> tuple[int, dict[str, Any]]:
 
 def restorable(doc: dict[str, Any], dataset: str) -> dict[str, list[str]]:
     (ds,) = [d for d in doc["datasets"] if d["dataset"] == dataset]
-    return {r["snapshot"]: r["files"] for r in ds["restorable"]}
+    return {r["snapshot"]: routes(ds)[r["guid"]] for r in ds["restorable"]}
 
 
 def kinds(doc: dict[str, Any]) -> dict[str, set[str]]:

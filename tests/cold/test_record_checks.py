@@ -75,10 +75,10 @@ def test_check_says_how_each_restorable_claim_was_proven(tmp_path: Path) -> None
     # "restorable" alone was read as "received": the verdict names the proof, never a receive
     root = archive(tmp_path, move_write=False)
     text = zverify("cold", "check", str(root)).stdout
-    assert "restorable from 1 file (stream and record checks)" in text, text
+    assert "2 restorable snapshots (stream and record checks)" in text, text
     doc = json.loads(zverify("cold", "check", "--json", str(root)).stdout)
     claims = [r for d in doc["datasets"] for r in d["restorable"]]
-    assert claims and {r["proven_by"] for r in claims} == {"stream and record checks"}
+    assert claims and {d["proven_by"] for d in doc["datasets"]} == {"stream and record checks"}
 
 
 def test_restore_names_the_receives_own_error_not_a_broken_pipe(

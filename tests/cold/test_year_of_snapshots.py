@@ -1,42 +1,78 @@
 """An archive at the scale people keep one: a year of hourly snapshots (a full and 8,759
-incrementals, generated streams), one incremental lost in the middle.  `cold check` names
-the cause once and folds the 4,758 files that stand behind it into one line (its JSON keeps
-a problem per file: the renderer folds, the report does not)."""
+incrementals, generated streams), one incremental lost in the middle.  `cold check` says it
+in a screenful: per dataset how many snapshots restore, the oldest and newest with their
+dates, and what is lost behind which file, once; the orphans behind the loss fold into one
+line.  Its JSON keeps a problem per file but lists each route once (linear in the archive)."""
 
+import datetime
+import json
 from pathlib import Path
 
 from tests.cli.console import zverify
 from tools.streamgen import StreamBuilder
+from zverify.report.cold.check import routes
 
 HOURS = 8760
 LOST = 4000  # the incremental @s3999-@s4000 is gone
+START = int(datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC).timestamp())
 
 
-def _stream(name: str, to: int, frm: int) -> bytes:
+def _stream(name: str, to: int, frm: int, hour: int) -> bytes:
     b = StreamBuilder()
-    b.substream(name, to, frm)
+    b.substream(name, to, frm, created=START + 3600 * hour)
     return bytes(b.data)
 
 
-def _year(root: Path) -> None:
+def _year(root: Path, hours: int = HOURS, lost: int | None = LOST) -> None:
     root.mkdir()
-    (root / "zv%2Ffs@s0.zfsfull").write_bytes(_stream("zv/fs@s0", 10**6, 0))
-    for i in range(1, HOURS):
-        if i != LOST:
-            data = _stream(f"zv/fs@s{i}", 10**6 + i, 10**6 + i - 1)
+    (root / "zv%2Ffs@s0.zfsfull").write_bytes(_stream("zv/fs@s0", 10**6, 0, 0))
+    for i in range(1, hours):
+        if i != lost:
+            data = _stream(f"zv/fs@s{i}", 10**6 + i, 10**6 + i - 1, i)
             (root / f"zv%2Ffs@s{i - 1}-@s{i}.zfsinc").write_bytes(data)
 
 
-def test_a_lost_incremental_is_one_cause_and_one_folded_line(tmp_path: Path) -> None:
+def test_a_lost_incremental_is_one_cause_in_a_screenful(tmp_path: Path) -> None:
     root = tmp_path / "cold"
     _year(root)
     done = zverify("cold", "check", str(root))
     assert done.returncode == 1, done.stderr
-    problems = done.stdout.split("problems:\n", 1)[1].splitlines()[:-1]
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 24, done.stdout  # a screenful
+    assert lines[1] == f"zv/fs: {LOST:,} restorable snapshots (stream and record checks)"
+    assert lines[2].startswith("  oldest @s0, made 2025-01-01 00:00 UTC (")
+    newest = datetime.datetime.fromtimestamp(START + 3600 * (LOST - 1), datetime.UTC)
+    assert lines[3].startswith(f"  newest @s{LOST - 1}, made {newest:%Y-%m-%d %H:%M} UTC (")
     root_cause = f"zv%2Ffs@s{LOST}-@s{LOST + 1}.zfsinc"
+    behind = HOURS - LOST - 1  # every file from the first orphan on
+    [lost] = [line for line in lines if line.startswith("  lost: ")]
+    assert lost.startswith(
+        f"  lost: {behind:,} snapshots (@s{LOST + 1} .. @s{HOURS - 1}) in {behind:,} files from"
+        f" {root_cause} on; no intact file ends at its base @s{LOST} (guid {10**6 + LOST})"
+    ), lost
+    problems = done.stdout.split("problems:\n", 1)[1].splitlines()[:-1]
     assert len(problems) == 2, problems
     assert problems[0].split()[:2] == ["orphan", f"{root_cause}:"]
-    assert f"starts from snapshot GUID {10**6 + LOST}" in problems[0]
-    behind = HOURS - LOST - 2  # every later incremental
-    assert f"({behind:,} files)" in problems[1] and f"follows {root_cause}" in problems[1]
-    assert done.stdout.splitlines()[-1] == f"PROBLEMS: {behind + 1} (orphan {behind + 1})"
+    assert f"({behind - 1:,} files)" in problems[1] and f"follows {root_cause}" in problems[1]
+    assert lines[-1] == f"PROBLEMS: {behind} (orphan {behind})"
+
+    verbose = zverify("cold", "check", "-v", str(root)).stdout.splitlines()
+    assert len(verbose) == len(lines) + LOST  # and a line per restorable snapshot
+    assert f"  @s{LOST - 1} (guid {10**6 + LOST - 1}): restorable from {LOST} files" in verbose
+
+
+def test_the_json_grows_with_the_archive_not_its_square(tmp_path: Path) -> None:
+    sizes = {}
+    for hours in (876, HOURS):
+        root = tmp_path / f"cold-{hours}"
+        _year(root, hours, lost=None)
+        done = zverify("cold", "check", "--json", str(root))
+        assert done.returncode == 0, done.stderr
+        sizes[hours] = len(done.stdout)
+    doc = json.loads(done.stdout)
+    assert sizes[HOURS] < 12 * sizes[876], sizes  # tenfold the archive: about tenfold the JSON
+    [dataset] = doc["datasets"]
+    route = routes(dataset)[str(10**6 + HOURS - 1)]  # the newest: the whole chain, in order
+    assert route == ["zv%2Ffs@s0.zfsfull"] + [
+        f"zv%2Ffs@s{i - 1}-@s{i}.zfsinc" for i in range(1, HOURS)
+    ]

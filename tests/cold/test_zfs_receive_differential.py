@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from tests.cli.console import zverify
+from zverify.report.cold.check import routes
 
 pytestmark = pytest.mark.zfs
 
@@ -196,10 +197,11 @@ def claims(corpus: Corpus, *places: Path) -> tuple[int, list[Claim]]:
     doc = json.loads(done.stdout)
     found = []
     for d in doc["datasets"]:
+        route_of = routes(d)
         for r in d["restorable"]:
             dataset, snap = corpus.snapshot_of[r["guid"]]
             assert f"{corpus.pool}/{dataset}" == d["dataset"] and snap == r["snapshot"], r
-            found.append(Claim(dataset, snap, r["guid"], tuple(r["files"])))
+            found.append(Claim(dataset, snap, r["guid"], tuple(route_of[r["guid"]])))
     return done.returncode, found
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.cli.console import zverify
 from tests.corpus.model import Stream
+from zverify.report.cold.check import routes
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,9 @@ def claims(root: Path, chain: list[Stream]) -> list[Claim]:
     doc = json.loads(done.stdout)
     found = []
     for d in doc.get("datasets", []):
+        route_of = routes(d)
         for r in d["restorable"]:
-            route = tuple(by_name[Path(f).name] for f in r["files"])
+            route = tuple(by_name[Path(f).name] for f in route_of[r["guid"]])
             found.append(Claim(d["dataset"], r["snapshot"], str(r["guid"]), route))
     return found
 

@@ -104,6 +104,12 @@ Quiet = Annotated[
 NoProgress = Annotated[
     bool, typer.Option("--no-progress", help="No progress bar (stderr on a terminal).")
 ]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Every restorable snapshot and every file read, a line each."
+    ),
+]
 DryRun = Annotated[
     bool,
     typer.Option("--dry-run", "-n", help="Say what would be done; write and delete nothing."),
@@ -117,7 +123,16 @@ def check(
     directories: Places,
     dataset: Dataset = None,
     as_json: Json = False,
+    as_jsonl: Annotated[
+        bool,
+        typer.Option(
+            "--jsonl",
+            help="Print JSON Lines: a header, a line per dataset, snapshot, file and archive "
+            "problem, a summary.",
+        ),
+    ] = False,
     quiet: Quiet = False,
+    verbose: Verbose = False,
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
@@ -167,6 +182,8 @@ def check(
     could not read."""
     from zverify.cold import operations
 
+    if as_json and as_jsonl:
+        raise UsageError("--json and --jsonl: choose one")
     if depth not in ("full", "sample", "metadata"):
         raise UsageError(f"--depth {depth!r}: full, sample or metadata")
     if not 0 < sample <= 100:
@@ -174,7 +191,7 @@ def check(
     store = _store(directories, recursive, endpoint_url)
     if depth != "full" and store.uses_local_files:
         raise UsageError(f"--depth {depth} is for s3:// archives: a file's bytes are its proof")
-    bars = _bars(quiet or no_progress or as_json)
+    bars = _bars(quiet or no_progress or as_json or as_jsonl)
     if ledger is not None and depth != "full":
         raise UsageError(f"--ledger records full proofs: --depth {depth} proves less")
     if digest and depth != "full":
@@ -182,7 +199,12 @@ def check(
     report = operations.check_places(
         store, dataset, max(0.0, wait), bars, depth, sample, ledger, digest
     )
-    return _show(report, as_json, quiet)
+    if as_jsonl:
+        from zverify.report.cold import check as check_report
+
+        sys.stdout.write(check_report.check_jsonl(report))
+        return report.exit_code
+    return _show(report, as_json, quiet, verbose)
 
 
 LedgerPath = Annotated[
@@ -266,6 +288,7 @@ def scrub(
     ] = None,
     as_json: Json = False,
     quiet: Quiet = False,
+    verbose: Verbose = False,
     no_progress: NoProgress = False,
     recursive: Recursive = False,
     wait: Wait = 0,
@@ -291,7 +314,7 @@ def scrub(
     if place is None:
         if prometheus is not None:
             scrubbing.write_atomically(prometheus, scrub_report.prometheus(result))
-        return _show(result, as_json, quiet)
+        return _show(result, as_json, quiet, verbose)
     from zverify.drill.rotation import drill_next
     from zverify.report import drill as drill_report
 
@@ -819,10 +842,10 @@ def _write(to: "typing.TextIO", text: str) -> None:
     to.flush()
 
 
-def _show(result: "Result", as_json: bool, quiet: bool) -> int:
+def _show(result: "Result", as_json: bool, quiet: bool, verbose: bool = False) -> int:
     from zverify.report import cold as cold_report
 
-    sys.stdout.write(cold_report.render(result, as_json, quiet))
+    sys.stdout.write(cold_report.render(result, as_json, quiet, verbose))
     return result.exit_code
 
 

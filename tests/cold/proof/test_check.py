@@ -16,6 +16,7 @@ from tests.cli.console import console_script, zverify
 from zverify.cold import names
 from zverify.cold.proof.check import check_archive
 from zverify.cold.store import LocalStore
+from zverify.report.cold.check import routes
 from zverify.sendstream.chain import ArchivedFile, Step, chains, plan
 
 STREAMS = Path(__file__).parents[2] / "data" / "streams"
@@ -58,7 +59,7 @@ def check(root: Path, *extra: str) -> tuple[int, dict[str, Any]]:
 
 def restorable(doc: dict[str, Any], dataset: str = "zv/fs") -> dict[str, list[str]]:
     (ds,) = [d for d in doc["datasets"] if d["dataset"] == dataset]
-    return {r["snapshot"]: r["files"] for r in ds["restorable"]}
+    return {r["snapshot"]: routes(ds)[r["guid"]] for r in ds["restorable"]}
 
 
 def problems(doc: dict[str, Any]) -> set[tuple[str, str]]:

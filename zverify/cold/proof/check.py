@@ -72,6 +72,7 @@ class Problem:
     dataset: str | None = None  # set for problems of a dataset's chains (orphan, duplicate)
     damage_from: int | None = None  # where the damage may begin (before offset: a checksum
     # found at one record covers the bytes since the previous one)
+    follows: str | None = None  # an orphan behind another orphan: the one that lost its base
 
 
 @dataclass
@@ -661,13 +662,14 @@ def _inspect(
 def _chain_problems(p: DatasetPlan, store: Store, archived: list[ArchivedFile]) -> list[Problem]:
     roots = _orphan_roots(p, archived)
     found = [
-        Problem(
+        Problem(name, "orphan", _orphan_message(p.dataset, guid, needs), dataset=p.dataset)
+        if roots[name] == name
+        else Problem(
             name,
             "orphan",
-            _orphan_message(p.dataset, guid, needs)
-            if roots[name] == name
-            else _behind_message(p.dataset, roots[name]),
+            _behind_message(p.dataset, roots[name]),
             dataset=p.dataset,
+            follows=roots[name],
         )
         for name, guid, needs in p.orphans
     ]

@@ -43,9 +43,11 @@ _RENDER: dict[type, tuple[Callable[[Any], str], Callable[[Any], str]]] = {
 }
 
 
-def render(result: Result, as_json: bool, quiet: bool) -> str:
-    """One cold command's result as JSON, as text, or (quiet) as its verdict line."""
+def render(result: Result, as_json: bool, quiet: bool, verbose: bool = False) -> str:
+    """One cold command's result as JSON, as text, or (quiet) as its verdict line.  verbose
+    (check and scrub): a line per snapshot and file that the text otherwise counts."""
     text, doc = _RENDER[type(result)]
     if as_json:
         return doc(result)
-    return verdict_only(text(result)) if quiet else text(result)
+    shown = text(result, verbose=True) if verbose else text(result)  # type: ignore[call-arg]
+    return verdict_only(shown) if quiet else shown

@@ -2,11 +2,14 @@
 problem, each dataset's restorable snapshots, the verdict last; and the warnings that send
 and restore print about the archive they read."""
 
+import datetime
 import json
+import time
 from collections import Counter
 from typing import Any
 
 from zverify import exitcodes, provenance
+from zverify.cold import names
 from zverify.cold.names import shown
 from zverify.cold.proof.check import ArchiveReport, FileReport, Problem
 from zverify.cold.repair import describe
@@ -15,35 +18,28 @@ from zverify.report.cold.documents import (
     json_name,
     parity_doc,
     problem_doc,
-    restorable_doc,
     text_lines,
 )
-from zverify.sendstream.chain import Restorable
+from zverify.sendstream.chain import DatasetPlan, Restorable
 
-CHECK_SCHEMA = "zverify.cold-check/1"
+CHECK_SCHEMA = "zverify.cold-check/2"
+LINES_SCHEMA = "zverify.cold-check-lines/1"
 
 
-def check_text(report: ArchiveReport) -> str:
-    lines = [f"archive {report.directory}: {len(report.files)} files"]
+def check_text(report: ArchiveReport, verbose: bool = False) -> str:
+    """Per dataset what a restore has (how many snapshots, the oldest and newest with their
+    dates) and what is lost behind which file, one line per cause; then the problems and
+    the verdict.  verbose: every restorable snapshot too, a line each."""
+    lines = [f"archive {report.directory}: {len(report.files):,} files"]
     if report.depth == "metadata":
         lines[0] += " (depth metadata: listing, HEAD and sidecars; no stream byte read)"
     if report.depth == "sample":
         lines[0] += f" (depth sample: {_sampled_text(report)}, and the metadata)"
     if report.depth != "full":
         lines += [f"  {shown(f.name)}: {_stored_text(f)}" for f in report.files if f.stored]
-    for dataset, plan in report.plans.items():
-        was = f" (was {', '.join(plan.was)})" if plan.was else ""  # renamed: one chain
-        lines.append(f"{dataset}{was}:")
-        proof = proven_by(report.depth)
-        lines += [f"  {_restorable(r)} ({proof})" for r in plan.restorable] or [
-            "  nothing restorable"
-        ]
-        for chain in report.chains.get(dataset, []):
-            lines.append(
-                f"  chain from {shown(chain.full)}: {len(chain.files)} files, {chain.bytes:,} bytes"
-            )
-        if dataset in report.digests:
-            lines.append(f"  {_digest_text(report.digests[dataset])}")
+    now = time.time()
+    for plan in report.plans.values():
+        lines += _dataset_lines(report, plan, now, verbose)
     busy = [f for f in report.files if f.in_progress]
     if busy:
         lines.append("in progress:")
@@ -96,6 +92,88 @@ def proven_by(depth: str) -> str:
     if depth == "full":
         return "stream and record checks"
     return "sidecars: stream and record checks when sent"
+
+
+def _dataset_lines(
+    report: ArchiveReport, plan: DatasetPlan, now: float, verbose: bool
+) -> list[str]:
+    was = f" (was {', '.join(plan.was)})" if plan.was else ""  # renamed: one chain
+    count = len(plan.restorable)
+    proof = proven_by(report.depth)
+    if not count:
+        lines = [f"{plan.dataset}{was}: nothing restorable"]
+    else:
+        lines = [f"{plan.dataset}{was}: {_plural(count, 'restorable snapshot')} ({proof})"]
+        lines.append(f"  oldest {_when(plan.restorable[0], now)}")
+        lines += [f"  newest {_when(r, now)}" for r in plan.newest if r is not plan.restorable[0]]
+    if verbose:
+        lines += [f"  {_restorable(r)}" for r in plan.restorable]
+    for chain in report.chains.get(plan.dataset, []):
+        lines.append(
+            f"  chain from {shown(chain.full)}: {_plural(len(chain.files), 'file')}, "
+            f"{chain.bytes:,} bytes"
+        )
+    lines += [f"  {line}" for line in _lost_lines(report, plan)]
+    if plan.dataset in report.digests:
+        lines.append(f"  {_digest_text(report.digests[plan.dataset])}")
+    return lines
+
+
+def _when(r: Restorable, now: float) -> str:
+    """@snapshot, made 2026-11-29 09:00 UTC (3 days ago): the stream's own creation time."""
+    if not r.creation_time:
+        return f"@{r.snapshot} (guid {r.guid}, no creation time in its stream)"
+    made = datetime.datetime.fromtimestamp(r.creation_time, datetime.UTC)
+    return f"@{r.snapshot}, made {made:%Y-%m-%d %H:%M} UTC ({ago(now - r.creation_time)})"
+
+
+def ago(seconds: float) -> str:
+    if seconds < 0:
+        return "in the future: the clock of the machine that made it was ahead"
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= 2 * size or unit == "minute":
+            return f"{_plural(int(seconds // size), unit)} ago"
+    raise AssertionError("unreachable")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' * (n != 1)}"
+
+
+def _lost_lines(report: ArchiveReport, plan: DatasetPlan) -> list[str]:
+    """One line per cause of a dataset's orphans: the file that lost its base, the files and
+    snapshots behind it as a range, and where the base went (a damaged file, or no file)."""
+    behind: dict[str, list[str]] = {}
+    for p in report.problems:
+        if p.kind == "orphan" and p.dataset == plan.dataset:
+            behind.setdefault(p.follows or p.file, []).append(p.file)
+    by_name = {f.name: f for f in report.files}
+    bases = {name: guid for name, guid, _needs in plan.orphans}
+    lines = []
+    for root, files in behind.items():
+        steps = sorted(
+            (s.creation_time, s.snapshot)
+            for name in files
+            if (archived := by_name[name].archived) is not None
+            for s in archived.steps_of(plan.dataset)
+        )
+        span = f"@{steps[0][1]}" if len(steps) == 1 else f"@{steps[0][1]} .. @{steps[-1][1]}"
+        lost = f"{_plural(len(steps), 'snapshot')} ({span})" if steps else "its snapshots"
+        gap = _gap(report, plan.dataset, root, bases.get(root))
+        lines.append(f"lost: {lost} in {_plural(len(files), 'file')} from {shown(root)} on; {gap}")
+    return lines
+
+
+def _gap(report: ArchiveReport, dataset: str, root: str, guid: int | None) -> str:
+    """Where the base of the first lost file went: named by the file names' convention (a
+    hint: chains go by GUID), a damaged file that ends there, else no file at all."""
+    named = names.parse(root)
+    base = f"@{named.from_snap} (guid {guid})" if named and named.from_snap else f"guid {guid}"
+    for f in report.files:
+        other = names.parse(f.name) if not f.valid else None
+        if other and named and other.to_snap == named.from_snap and other.dataset == named.dataset:
+            return f"its base {base} is in {shown(f.name)}, which is not intact"
+    return f"no intact file ends at its base {base}: a stream is missing (deleted, or never sent)"
 
 
 def _restorable(r: Restorable) -> str:
@@ -171,6 +249,31 @@ def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
 
 
 def check_json(report: ArchiveReport) -> str:
+    return json.dumps(_check_doc(report), indent=2) + "\n"
+
+
+def check_jsonl(report: ArchiveReport) -> str:
+    """The document of check_json as JSON Lines (`zverify schema cold-check-lines`): a header,
+    a line per dataset, per restorable snapshot, per file and per problem of the archive as a
+    whole, and a summary last, so that a reader of a year of snapshots holds one at a time."""
+    doc = _check_doc(report)
+    header = {k: doc[k] for k in ("schema", provenance.KEY, "depth", "directory", "places")}
+    lines: list[dict[str, Any]] = [{"type": "header", **header, "schema": LINES_SCHEMA}]
+    for d in doc["datasets"]:
+        lines.append(
+            {"type": "dataset", "dataset": {k: v for k, v in d.items() if k != "restorable"}}
+        )
+        lines += [
+            {"type": "snapshot", "dataset": d["dataset"], "snapshot": r} for r in d["restorable"]
+        ]
+    lines += [{"type": "file", "file": f} for f in doc["files"]]
+    lines += [{"type": "problem", "problem": p} for p in doc["problems"]]
+    summary = {k: doc[k] for k in ("valid", "exit_code", "kept")}
+    lines.append({"type": "summary", **summary})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _check_doc(report: ArchiveReport) -> dict[str, Any]:
     by_dataset: dict[str, list[Problem]] = {d: [] for d in report.plans}
     for p in report.problems:
         if p.dataset in by_dataset:
@@ -188,7 +291,8 @@ def check_json(report: ArchiveReport) -> str:
         "datasets": [
             {
                 "dataset": d,
-                "restorable": [restorable_doc(r, proven_by(report.depth)) for r in plan.restorable],
+                "proven_by": proven_by(report.depth),
+                "restorable": _snapshot_docs(plan.restorable),
                 "chains": [
                     {
                         "full": json_name(c.full),
@@ -206,7 +310,53 @@ def check_json(report: ArchiveReport) -> str:
         "problems": [problem_doc(p) for p in loose],
         "kept": [json_name(n) for n in report.kept],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return doc
+
+
+def _snapshot_docs(restorable: list[Restorable]) -> list[dict[str, Any]]:
+    """Linear in the archive: each snapshot names the last file of its route and the
+    snapshot whose route that file extends ("after"), never its whole route, which at a
+    year of hourly incrementals repeats the chain 8,760 times (routes()).  A route that
+    extends no other snapshot's (rare: a cheaper route elsewhere) is listed whole."""
+    by_route = {r.files: r.guid for r in restorable}
+    docs = []
+    for r in restorable:
+        doc: dict[str, Any] = {
+            "snapshot": r.snapshot,
+            "guid": str(r.guid),
+            "creation_time": r.creation_time,
+            "bytes": r.bytes,
+            "file": json_name(r.files[-1]),
+        }
+        after = by_route.get(r.files[:-1]) if len(r.files) > 1 else None
+        if len(r.files) == 1 or after is not None:
+            doc["after"] = None if after is None else str(after)
+        else:
+            doc["files"] = [json_name(n) for n in r.files]
+        docs.append(doc)
+    return docs
+
+
+def routes(dataset_doc: dict[str, Any]) -> dict[str, list[str]]:
+    """The files to receive for each snapshot (by GUID) of one dataset of a cold-check/2
+    document, in order: what a reader of the JSON does with "after" and "file"."""
+    by_guid = {r["guid"]: r for r in dataset_doc["restorable"]}
+    found: dict[str, list[str]] = {}
+
+    def route(guid: str) -> list[str]:
+        todo = []
+        while guid not in found:  # iterative: a route may be 8,760 files long
+            r = by_guid[guid]
+            if "files" in r or r["after"] is None:
+                found[guid] = r.get("files") or [r["file"]]
+                break
+            todo.append(guid)
+            guid = r["after"]
+        for later in reversed(todo):
+            found[later] = [*found[by_guid[later]["after"]], by_guid[later]["file"]]
+        return found[guid] if not todo else found[todo[0]]
+
+    return {guid: route(guid) for guid in by_guid}
 
 
 def _digest_text(found: tuple[str, int, str, int]) -> str:

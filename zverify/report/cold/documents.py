@@ -67,6 +67,8 @@ def problem_doc(p: Problem) -> dict[str, Any]:
         doc["offset"] = p.offset
     if p.damage_from is not None:
         doc["damage_from"] = p.damage_from
+    if p.follows is not None:
+        doc["follows"] = json_name(p.follows)
     return doc
 
 

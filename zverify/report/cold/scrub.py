@@ -8,7 +8,7 @@ while any file has no proof that stands (never proven, or its last proof failed)
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +22,9 @@ from zverify.report.cold.documents import file_key, json_name, parity_doc, probl
 SCHEMA = "zverify.cold-scrub/1"
 
 
-def text(r: ScrubReport) -> str:
+def text(r: ScrubReport, verbose: bool = False) -> str:
+    """The run's standing; the files it read, counted by result (verbose: a line each);
+    problems; the verdict.  Chains are `cold check`'s: scrub proves files."""
     archive = ", ".join(r.places)
     lines = [f"archive {archive}: {len(r.files)} files, {sum(f.size for f in r.files):,} bytes"]
     lines.append(r.ledger.summary())
@@ -33,8 +35,11 @@ def text(r: ScrubReport) -> str:
     ]
     read = [f for f in r.files if f.read]
     if read:
-        lines.append(f"proven this run ({r.read_bytes:,} bytes read):")
-        lines += [f"  {f.result:<10} {shown(f.name)}" for f in read]
+        results = Counter(f.result for f in read)
+        counts = ", ".join(f"{result} {n:,}" for result, n in sorted(results.items()))
+        lines.append(f"read this run: {len(read):,} file(s), {r.read_bytes:,} bytes ({counts})")
+        if verbose:
+            lines += [f"  {f.result:<10} {shown(f.name)}" for f in read]
     problems = r.problems
     if problems:
         lines.append("problems:")
@@ -84,8 +89,12 @@ def _verdict(r: ScrubReport, read: list[Scrubbed]) -> str:
         unread = {p.file for p in r.problems if p.kind in UNVERIFIED}
         return f"INCOMPLETE: {len(unread)} file(s) could not be read or proven"
     if r.exit_code == exitcodes.DIFFERENT:
-        files = {p.file for p in r.problems}
-        return f"PROBLEMS: {len(files)} file(s), {len(r.problems)} problem(s)"
+        counts = ", ".join(
+            f"{k} {n}" for k, n in sorted(Counter(p.kind for p in r.problems).items())
+        )
+        files = len({p.file for p in r.problems})
+        # as `cold check` counts them, which adds the chains' problems (orphans behind a loss)
+        return f"PROBLEMS: {len(r.problems)} ({counts}) in {files} file(s)"
     return f"PROVEN: {len(read)} file(s) read and proven ({r.read_bytes:,} bytes)"
 
 
