@@ -47,7 +47,9 @@ def assert_usage_error(done: subprocess.CompletedProcess[str], needle: str) -> N
         (["nosuch"], "No such command"),
         (["--bogus"], "No such option"),
         (["compare", "--bogus", "SRC", "DST"], "No such option"),
-        (["compare", "SRC"], "Missing argument"),
+        (["compare", "SRC"], "Missing argument 'DST'"),
+        # the variadic DIR... takes what the arguments after it leave: name the one left out
+        (["cold", "restore", "-n", "SRC"], "Missing argument 'TARGET'"),
         (["compare", "SRC", "DST", "EXTRA"], "unexpected extra argument"),
         (["compare", "--threads", "abc", "SRC", "DST"], "--threads"),
         (["compare", "--threads", "0", "SRC", "DST"], "--threads"),

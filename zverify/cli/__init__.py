@@ -234,7 +234,22 @@ def _usage_error(err: BaseException) -> int:
         if text.strip():  # older click puts the help here; newer typer printed it already
             print(text, file=sys.stderr)
         return exitcodes.TROUBLE
-    return _fail(f"{text} (see --help)", exitcodes.TROUBLE)
+    return _fail(f"{_missing_after_variadic(err) or text} (see --help)", exitcodes.TROUBLE)
+
+
+def _missing_after_variadic(err: BaseException) -> str | None:
+    """click fills the arguments after a variadic one first: `cold restore A` gives A to
+    TARGET and says DIR... is missing, while the one left out is TARGET.  Name that one."""
+    param, ctx = getattr(err, "param", None), getattr(err, "ctx", None)
+    if type(err).__name__ != "MissingParameter" or param is None or ctx is None:
+        return None
+    arguments = [p for p in ctx.command.params if p.param_type_name == "argument"]
+    if param.nargs != -1 or param not in arguments:
+        return None
+    after = arguments[arguments.index(param) + 1 :]
+    if not after:
+        return None
+    return f"Missing argument '{after[-1].human_readable_name}'."
 
 
 _LEFT_TO_RANK_0 = 0  # not a verdict: the launcher reports the first non-zero rank's status

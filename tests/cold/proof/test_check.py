@@ -300,7 +300,13 @@ def test_an_archive_without_a_stream_proves_nothing(tmp_path: Path) -> None:
     root = archive(tmp_path, FULL_S1)
     code, doc = check(root, "--dataset", "zv/typo")
     assert code == 1 and "no stream of zv/typo" in doc["problems"][0]["message"]
+    assert "which holds zv/fs" in doc["problems"][0]["message"]  # what there is instead
+    code, doc = check(root, "--dataset", "zv/f")
+    assert code == 1 and "(did you mean 'zv/fs'?)" in doc["problems"][0]["message"]
     assert check(root, "--dataset", "zv/fs")[0] == 0
+    # its trailing components name it, as the archive's file names do (`fs` for zv/fs)
+    code, doc = check(root, "--dataset", "fs")
+    assert code == 0 and [d["dataset"] for d in doc["datasets"]] == ["zv/fs"]
 
 
 def test_only_an_empty_file_with_a_lock_files_name_is_passed_over(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from zverify.sendstream.format import BeginFlag, Feature
 from zverify.sendstream.report import StreamReport, Substream
 from zverify.sendstream.rules import RESUMING
 from zverify.sendstream.validate import verify_stream
+from zverify.suggest import did_you_mean
 
 ProgressHook = Callable[[str, int], None]  # (file, bytes read so far of it)
 
@@ -114,6 +115,7 @@ class ArchiveReport:
     manifests: list[str] = field(default_factory=list)  # the NAME.manifest files (contents.py)
     ledger: str | None = None  # the proof ledger's summary, once this check is recorded
     lineages: dict[str, str] = field(default_factory=dict)  # a renamed dataset's chain's name
+    held: list[str] = field(default_factory=list)  # every dataset of the archive (--dataset aside)
     # `check --digest`: per dataset, (snapshot, guid, digest, routes agreeing) of its newest
     digests: dict[str, tuple[str, int, str, int]] = field(default_factory=dict)
 
@@ -165,9 +167,9 @@ def check_archive(
     written = [f.archived for f in files if f.archived is not None]
     renamed = lineages(written)
     archived = as_lineages(written, renamed)
-    datasets = sorted({d for a in archived for d in a.datasets})
+    held = datasets = sorted({d for a in archived for d in a.datasets})
     if dataset is not None:
-        chosen = renamed.get(dataset, dataset)
+        chosen = chosen_dataset(dataset, held, renamed)
         datasets = [d for d in datasets if d == chosen]
         # and the files its routes may take (chain: a package's mates), for restore
         mates = {d for a in archived if chosen in a.datasets for d in a.datasets}
@@ -192,8 +194,19 @@ def check_archive(
         sidecars=sorted(aside.sidecars),
         manifests=sorted(aside.manifests),
         lineages=renamed,
+        held=held,
     )
     return report
+
+
+def chosen_dataset(asked: str, held: list[str], renamed: dict[str, str]) -> str:
+    """--dataset as the archive knows it: the name, the name its chain has after a rename,
+    or else the one dataset whose trailing components it is (`data` for `tank/data`, as the
+    file names say it); else as asked, which matches nothing."""
+    if asked in held or asked in renamed:
+        return renamed.get(asked, asked)
+    ends = [d for d in held if names.names_dataset(asked, d)]
+    return ends[0] if len(ends) == 1 else asked
 
 
 def _carries(f: ArchivedFile, datasets: set[str], renamed: dict[str, str]) -> bool:
@@ -223,6 +236,15 @@ def prove_file(
 def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
     """An archive (or a dataset of it) without a single intact stream proves nothing: an
     empty directory, a disk that is not mounted, a --dataset misspelled."""
+    if dataset and report.held:
+        ends = [d for d in report.held if names.names_dataset(dataset, d)]
+        near = f"; it may be one of {', '.join(ends)}" if len(ends) > 1 else ""
+        near = near or did_you_mean(dataset, report.held)
+        return Problem(
+            report.directory,
+            "empty",
+            f"no stream of {dataset} in the archive, which holds {', '.join(report.held)}{near}",
+        )
     what = f"no stream of {dataset}" if dataset else "no stream"
     return Problem(
         report.directory,

@@ -104,7 +104,8 @@ def _prune_lines(d: DatasetPrune, done: dict[str, Any]) -> list[str]:
         lines.append("  not gone: older versions of these stay in the bucket:")
         lines += [f"    {shown(name)}: {said}" for name, said in d.left.items()]
     lost = ", ".join(f"@{gone.snapshot}" for gone in d.lost)
-    lines.append(f"  safe because: no kept chain needs them; they alone held {lost or '-'}")
+    held = f"they alone held {lost}" if lost else "no snapshot lives only in them"
+    lines.append(f"  safe because: no kept chain needs them; {held}")
     lines += [f"  released {name}" for name in done.get("released") or []]
     if done.get("note"):
         lines.append(f"  {done['note']}")
