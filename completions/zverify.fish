@@ -276,6 +276,7 @@ complete -c zverify -n '__zverify_at \'compare\'' -l from0 -d '--files-from and 
 complete -c zverify -n '__zverify_at \'compare\'' -l json -d 'Print one JSON document'
 complete -c zverify -n '__zverify_at \'compare\'' -l jsonl -d 'Print JSON Lines'
 complete -c zverify -n '__zverify_at \'compare\'' -l write-lists -x -a '(__fish_complete_directories (commandline -ct))' -d 'Also write the paths of each category to DIR/missing, extra, differ,...'
+complete -c zverify -n '__zverify_at \'compare\'' -l verbose -s v -d 'Every difference on its own line, written as it is found'
 complete -c zverify -n '__zverify_at \'compare\'' -l quiet -s q -d 'Print only the verdict line'
 complete -c zverify -n '__zverify_at \'compare\'' -l no-progress -d 'No progress bar'
 complete -c zverify -n '__zverify_at \'compare\'' -l mpi -d 'Run as one rank of an MPI job'

@@ -97,6 +97,16 @@ def compare(
             "--files-from=DIR/differ-dirs SRC/ DST/ (no -r).",
         ),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Every difference on its own line, written as it is found (default: the "
+            "answer first, each difference that puts data at risk on a line, the others "
+            "folded into a line per kind).",
+        ),
+    ] = False,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -157,7 +167,7 @@ def compare(
     options = CompareOptions(policy, algorithm, threads, one_file_system, chosen)
     machine = as_json or as_jsonl
     bar = wanted(quiet or no_progress or machine or mpi)  # ranks count only their share
-    rendering = _rendering(as_json, as_jsonl, quiet, src, dst, stdout_writer(bar))
+    rendering = _rendering(as_json, as_jsonl, quiet, verbose, src, dst, stdout_writer(bar))
     outputs = Outputs(rendering, _list_files(write_lists, from0, detect_moves))
 
     estimate = None if not bar or is_manifest_path(src) else estimate_tree(src)
@@ -217,7 +227,7 @@ def _no_mpi_job() -> None:
 
 
 def _rendering(
-    as_json: bool, as_jsonl: bool, quiet: bool, src: str, dst: str, write: "Write"
+    as_json: bool, as_jsonl: bool, quiet: bool, verbose: bool, src: str, dst: str, write: "Write"
 ) -> "Rendering":
     # each imported only when chosen: the JSON renderers load json, which text never needs
     if as_json:
@@ -230,4 +240,4 @@ def _rendering(
         return JsonLinesStream(write, src, dst)
     from zverify.report.compare_text import TextStream
 
-    return TextStream(write, verdict_only=quiet)
+    return TextStream(write, verdict_only=quiet, every_line=verbose)

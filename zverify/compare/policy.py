@@ -61,6 +61,20 @@ ALWAYS = frozenset(
         DiffKind.CHANGED,
     }
 )
+# What SRC holds that DST may not: a difference of these kinds answers "may I delete SRC?"
+# with no.  The rest (metadata, hard links, entries only in DST, moves) leave every byte and
+# name of SRC's data in DST.
+AT_RISK = frozenset(
+    {
+        DiffKind.MISSING,
+        DiffKind.TYPE,
+        DiffKind.CONTENT,
+        DiffKind.SYMLINK,
+        DiffKind.SPECIAL,
+        DiffKind.ERROR,
+        DiffKind.CHANGED,
+    }
+)
 RSYNC_A = ALWAYS | {DiffKind.MODE, DiffKind.OWNER, DiffKind.MTIME, DiffKind.SPECIAL}
 RSYNC_AH = RSYNC_A | {DiffKind.HARDLINK}
 FULL = RSYNC_AH | {DiffKind.XATTR}

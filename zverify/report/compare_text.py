@@ -1,12 +1,16 @@
-"""Human rendering of a CompareResult: one line per difference (written as found, by
-TextStream), a summary, and the size table that explains why `du` differs."""
+"""Human rendering of a CompareResult, the answer first: whether SRC holds data DST lacks
+(AT RISK, each such difference a line) or not (metadata only, the differences of one kind
+folded into a line), then the summary and the size table that explains why `du` differs.
+With every line (-v), each difference is written as it is found, the answer after them."""
 
 import os
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from zverify import exitcodes
 from zverify.compare.diffs import Difference
-from zverify.compare.policy import CODES, PROFILES
+from zverify.compare.policy import AT_RISK, CODES, PROFILES
 from zverify.compare.result import CompareResult
 from zverify.compare.sizes import COMPONENTS, SideTally
 from zverify.fsinfo import FsInfo
@@ -142,6 +146,118 @@ def summary_lines(result: CompareResult) -> list[str]:
     ]
 
 
+def answer_line(result: CompareResult) -> str:
+    """May SRC be deleted?  No when DST lacks data of SRC or something was not compared;
+    otherwise what differs is metadata, or only in DST, and the line says so."""
+    counts = {k: n for k, n in result.counts.items() if n}
+    risky = {k: n for k, n in counts.items() if k in AT_RISK}
+    rest = {k: n for k, n in counts.items() if k not in AT_RISK}
+    others = f"; besides, {_kinds(rest)} not at risk" if rest else ""
+    if risky:
+        return f"AT RISK: {_kinds(risky)}: DST lacks data of SRC; do not delete SRC{others}"
+    if result.exit_code == exitcodes.TROUBLE:
+        return "AT RISK: not everything was compared (see the verdict); do not delete SRC"
+    held = "its content" if result.policy.reads_content else "its size (content not read)"
+    return (
+        f"NO DATA AT RISK: every entry of SRC is in DST with {held}; what differs: {_kinds(rest)}"
+    )
+
+
+def _kinds(counts: dict[str, int]) -> str:
+    total = sum(counts.values())
+    each = ", ".join(f"{k} {n:,}" for k, n in sorted(counts.items()))
+    return f"{total:,} difference{'s' * (total != 1)} ({each})"
+
+
+FOLDED = 3  # this many differences of one kind that put no data at risk are one line
+
+
+@dataclass
+class _Run:
+    """The differences of one kind, in the order found (a walk's order): the first and the
+    last path name their span."""
+
+    kind: str
+    first: list[Difference] = field(default_factory=list)  # up to FOLDED of them
+    last: Difference | None = None
+    count: int = 0
+    details: Counter[str] = field(default_factory=Counter)
+
+    def lines(self) -> list[str]:
+        if self.count < FOLDED:
+            return [difference_line(d) for d in self.first]
+        assert self.last is not None
+        first, last = (for_terminal(d.path) or "." for d in (self.first[0], self.last))
+        if len(self.details) == 1:
+            how = next(iter(self.details))
+        else:
+            how = f"{len(self.details):,} different details (-v lists each)"
+        span = f"{self.count:,} entries from {first} to {last}"
+        return [f"{CODES[self.first[0].kind]} {self.kind:<8} {span}: {how}"]
+
+
+class TextStream:
+    """The answer first (verdict_only, -q: the verdict alone).  every_line (-v): difference
+    lines as they are found, the answer after them; otherwise the differences that put data
+    at risk are held (each is a line) and the others folded by kind until the end."""
+
+    def __init__(
+        self,
+        write: Callable[[str], object],
+        verdict_only: bool = False,
+        every_line: bool = False,
+    ) -> None:
+        self._write = write
+        self._verdict_only = verdict_only
+        self._every_line = every_line
+        self._shown = False
+        self._at_risk: list[Difference] = []
+        self._runs: dict[str, _Run] = {}  # by kind, in the order first found
+
+    def difference(self, d: Difference) -> None:
+        if self._verdict_only:
+            return
+        if self._every_line:
+            self._write(difference_line(d) + "\n")
+            self._shown = True
+        elif d.kind in AT_RISK:
+            self._at_risk.append(d)
+        else:
+            self._fold(d)
+
+    def _fold(self, d: Difference) -> None:
+        run = self._runs.get(d.kind.value)
+        if run is None:
+            run = self._runs[d.kind.value] = _Run(d.kind.value)
+        if len(run.first) < FOLDED:
+            run.first.append(d)
+        run.last = d
+        run.count += 1
+        run.details[d.detail] += 1
+
+    def finish(self, result: CompareResult) -> None:
+        if self._verdict_only:
+            self._write(verdict_line(result) + "\n")
+            return
+        answer = [answer_line(result)] if not result.identical else []
+        if self._every_line:
+            lines = [*[""] * self._shown, *answer, *summary_lines(result)]
+        else:
+            held = self._held()
+            lines = [*answer, *held, *[""] * bool(held), *summary_lines(result)]
+        self._write("\n".join(lines) + "\n")
+
+    def _held(self) -> list[str]:
+        at_risk = [difference_line(d) for d in self._at_risk]
+        return at_risk + [line for run in self._runs.values() for line in run.lines()]
+
+    def abort(self, message: str) -> None:
+        """What was found before the run failed, as found so far; the error goes to stderr,
+        and no verdict line is printed."""
+        if not self._verdict_only and not self._every_line and (held := self._held()):
+            self._write("\n".join(held) + "\n")
+
+
 def render_compare(result: CompareResult, verdict_only: bool = False) -> str:
     """The whole report of a result whose differences were collected."""
     out: list[str] = []
@@ -150,26 +266,3 @@ def render_compare(result: CompareResult, verdict_only: bool = False) -> str:
         stream.difference(d)
     stream.finish(result)
     return "".join(out)
-
-
-class TextStream:
-    """Difference lines as they are found, then the summary; verdict_only (-q): the verdict."""
-
-    def __init__(self, write: Callable[[str], object], verdict_only: bool = False) -> None:
-        self._write = write
-        self._verdict_only = verdict_only
-        self._shown = False
-
-    def difference(self, d: Difference) -> None:
-        if not self._verdict_only:
-            self._write(difference_line(d) + "\n")
-            self._shown = True
-
-    def finish(self, result: CompareResult) -> None:
-        if self._verdict_only:
-            self._write(verdict_line(result) + "\n")
-            return
-        self._write("\n" * self._shown + "\n".join(summary_lines(result)) + "\n")
-
-    def abort(self, message: str) -> None:
-        """Nothing to add: the error goes to stderr, and no verdict line is printed."""
