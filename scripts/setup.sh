@@ -20,6 +20,7 @@ APT_PACKAGES=(
     par2                                 # tests: stock par2cmdline verifies zverify's parity
     openmpi-bin libopenmpi-dev           # compare --mpi: mpirun, and the MPI mpi4py binds
     zsh fish                             # tests: the completion files in their own shells
+    systemd                              # tests: systemd-analyze verifies the shipped units
 )
 
 missing=()
