@@ -38,7 +38,7 @@ def test_difference_lines_have_codes_and_sorted_paths(pair: tuple[Path, Path]) -
     os.chmod(dst / "sub/b.bin", 0o600)
     (src / "z-only").write_bytes(b"")
     os.utime(src, ns=(0, (dst.stat().st_mtime_ns)))
-    done = cli("compare", "--ignore", "mtime", str(src), str(dst))
+    done = cli("compare", "-v", "--ignore", "mtime", str(src), str(dst))  # every line, as found
     assert done.returncode == 1
     lines = [line for line in done.stdout.splitlines() if line[:2] in ("C ", "p ", "- ")]
     assert [line.split()[:3] for line in lines] == [
@@ -46,6 +46,10 @@ def test_difference_lines_have_codes_and_sorted_paths(pair: tuple[Path, Path]) -
         ["p", "mode", "sub/b.bin"],
         ["-", "missing", "z-only"],
     ]
+    # by default what puts data at risk first, each line in the order found
+    done = cli("compare", "--ignore", "mtime", str(src), str(dst))
+    lines = [line for line in done.stdout.splitlines() if line[:2] in ("C ", "p ", "- ")]
+    assert [line.split()[2] for line in lines] == ["a.txt", "z-only", "sub/b.bin"]
 
 
 def test_json_document_schema(pair: tuple[Path, Path]) -> None:
@@ -85,7 +89,7 @@ def test_newline_in_name_stays_on_one_text_line(tmp_path: Path) -> None:
     dst.mkdir()
     os.utime(dst, ns=(0, src.stat().st_mtime_ns))
     out = cli("compare", str(src), str(dst)).stdout
-    assert "- missing  two\\nlines" in out.splitlines()[0]
+    assert "- missing  two\\nlines" in out.splitlines()[1]  # after the answer
 
 
 def test_unreadable_root_exits_2_with_message(tmp_path: Path) -> None:

@@ -157,19 +157,55 @@ def test_closed_pipe_ends_quietly_with_141(trees: tuple[str, str], json_flag: li
     assert done.stderr == ""
 
 
-def test_head_of_a_long_report_ends_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_head_of_a_long_report_ends_quietly(tmp_path: Path, unbuffered: str) -> None:
+    """Also with PYTHONUNBUFFERED, where one write of a long report to a pipe whose reader
+    left ended short without an error: the report cut, and the exit code the verdict's."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     dst.mkdir()
     for i in range(3000):  # a report larger than a pipe's buffer
         (src / f"only-in-src-{i:05d}").write_bytes(b"")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     done = subprocess.run(
         ["bash", "-o", "pipefail", "-c", f'"$0" compare {src} {dst} | head -n 2', console_script()],
         capture_output=True,
         text=True,
+        env=env | ({"PYTHONUNBUFFERED": unbuffered} if unbuffered else {}),
     )
     assert done.returncode == 141, done.stderr
     assert done.stderr == "" and len(done.stdout.splitlines()) == 2
+
+
+def test_head_of_one_long_document_ends_quietly_unbuffered(tmp_path: Path) -> None:
+    """A cold command writes its document in one piece: unbuffered, that one write ended
+    short when the reader left, and the exit code was the verdict's (1 here), not 141."""
+    from tools.streamgen import StreamBuilder
+
+    root = tmp_path / "cold"
+    root.mkdir()
+    for i in range(400):  # a document larger than a pipe's buffer
+        b = StreamBuilder()
+        b.substream(f"zv/fs@s{i}", 10**6 + i, 10**6 + i - 1 if i else 0)
+        kind = f"@s{i - 1}-@s{i}.zfsinc" if i else "@s0.zfsfull"
+        (root / f"zv%2Ffs{kind}").write_bytes(bytes(b.data))
+    (root / "zv%2Ffs@s9-@s10.zfsinc").unlink()  # a verdict of 1, were the pipe ignored
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run(
+        [
+            "bash",
+            "-o",
+            "pipefail",
+            "-c",
+            f'"$0" cold check --json {root} | head -c 10',
+            console_script(),
+        ],
+        capture_output=True,
+        text=True,
+        env=env | {"PYTHONUNBUFFERED": "1"},
+    )
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == "" and len(done.stdout) == 10
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ without a word, as `| head` expects; any unexpected exception -> its traceback o
 
 import errno
 import importlib
+import io
 import os
 import signal
 import sys
@@ -154,6 +155,7 @@ _ABORT = _exception_classes("Abort")
 
 
 def main(argv: list[str] | None = None) -> None:
+    _buffered_stdout()
     code = run(argv)
     _flush_stdout()
     end_startup()  # if no command ran: the collection at exit then skips start-up's objects
@@ -297,6 +299,20 @@ def _interrupted() -> int:
 
 def _filename(err: OSError) -> str:
     return f": {err.filename}" if err.filename else ""
+
+
+def _buffered_stdout() -> None:
+    """Unbuffered stdout (PYTHONUNBUFFERED, python -u) writes a text through one raw write,
+    which a signal or a reader that left can end short without an error: the rest of the
+    report lost, and the exit code a verdict.  A buffered writer writes all or raises."""
+    raw = getattr(sys.stdout, "buffer", None)
+    if isinstance(raw, io.FileIO):
+        sys.stdout = io.TextIOWrapper(
+            io.BufferedWriter(raw),
+            encoding=sys.stdout.encoding,
+            errors=sys.stdout.errors,
+            line_buffering=bool(sys.stdout.line_buffering),
+        )
 
 
 def _flush_stdout() -> None:
