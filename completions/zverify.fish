@@ -101,6 +101,8 @@ function __zverify_takes_value
             return 0
         case 'cold prune|--keep-chains'
             return 0
+        case 'cold prune|--keep-within'
+            return 0
         case 'cold prune|--trial-receive'
             return 0
         case 'cold prune|--wait'
@@ -410,6 +412,7 @@ complete -c zverify -n '__zverify_at \'cold restore\'' -s h -l help -d 'Show the
 complete -c zverify -n '__zverify_at \'cold restore\'' -F
 complete -c zverify -n '__zverify_at \'cold prune\'' -l dataset -x -d 'Only this dataset'
 complete -c zverify -n '__zverify_at \'cold prune\'' -l keep-chains -x -d 'Keep the newest N chains'
+complete -c zverify -n '__zverify_at \'cold prune\'' -l keep-within -x -d 'Also keep every chain with a snapshot made within AGE of now, by its...'
 complete -c zverify -n '__zverify_at \'cold prune\'' -l trial-receive -x -d 'First receive the kept chain into this new dataset'
 complete -c zverify -n '__zverify_at \'cold prune\'' -l yes -d 'Delete'
 complete -c zverify -n '__zverify_at \'cold prune\'' -l dry-run -s n -d 'Say what would be done'

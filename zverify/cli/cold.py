@@ -516,6 +516,15 @@ def prune(
     keep_chains: Annotated[
         int, typer.Option("--keep-chains", min=1, help="Keep the newest N chains.")
     ] = 1,
+    keep_within: Annotated[
+        str | None,
+        typer.Option(
+            "--keep-within",
+            metavar="AGE",
+            help="Also keep every chain with a snapshot made within AGE (days, or 90d, 12h, "
+            "26w) of now, by its stream's creation time.",
+        ),
+    ] = None,
     trial_receive: Annotated[
         str | None,
         typer.Option(
@@ -548,6 +557,7 @@ def prune(
         trial_receive,
         max(0.0, wait),
         bars,
+        None if keep_within is None else units.age(keep_within, "--keep-within"),
     )
     return _show(operations.prune_chains(*args), as_json, quiet)
 

@@ -494,6 +494,7 @@ def prune_chains(
     scratch: str | None,
     wait: float,
     bars: Bars = no_bars,
+    keep_within: float | None = None,
 ) -> Pruned:
     """Decide from every byte read just now; with yes, act on each decision that may."""
     # with yes, the archive to itself from the proof to the last deletion
@@ -501,7 +502,7 @@ def prune_chains(
         proofs = record.existing_ledger(store, None)  # tampered: refused before reading
         with bars("verifying", None) as hook:
             report = check.check_archive(store, dataset, _per_file(hook))
-        decisions = prune.plan_prune(report, keep_chains)
+        decisions = prune.plan_prune(report, keep_chains, keep_within)
         prune.prove_content(report, decisions)  # the old chain holds what the kept ones do
         if proofs is not None:  # recorded before anything is deleted
             rewritten = _refuse_replaced(proofs, report, decisions)

@@ -26,7 +26,9 @@ stream (before it) only when they are plain files.
 """
 
 import os
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify.cold import consolidate, restore
@@ -74,13 +76,19 @@ def blocked(report: ArchiveReport) -> str | None:
     )
 
 
-def plan_prune(report: ArchiveReport, keep_chains: int) -> list[DatasetPrune]:
-    """One decision per dataset of the report (the ones --dataset chose)."""
+def plan_prune(
+    report: ArchiveReport, keep_chains: int, keep_within: float | None = None
+) -> list[DatasetPrune]:
+    """One decision per dataset of the report (the ones --dataset chose).  keep_within
+    (seconds): also every chain with a snapshot made that recently (by its stream's
+    creation time, against this machine's clock)."""
     archived = report.chained  # a renamed dataset's files under its chain's name
     by_name = {f.name: f for f in archived}
     now = plan(archived)
+    since = None if keep_within is None else time.time() - keep_within
     decisions = {
-        d: _split(d, found, now[d], keep_chains) for d, found in sorted(report.chains.items())
+        d: _split(d, found, now[d], keep_chains, _made_since(d, by_name, since))
+        for d, found in sorted(report.chains.items())
     }
     kept = {n for d in decisions.values() for c in d.keep for n in c.files}
     # a file that carries a dataset outside this prune (--dataset) is not this prune's
@@ -96,14 +104,45 @@ def plan_prune(report: ArchiveReport, keep_chains: int) -> list[DatasetPrune]:
     return list(decisions.values())
 
 
-def _split(dataset: str, found: list[Chain], now: DatasetPlan, keep_chains: int) -> DatasetPrune:
-    """Keep every chain that fewer than keep_chains others are proven newer than."""
+def _split(
+    dataset: str,
+    found: list[Chain],
+    now: DatasetPlan,
+    keep_chains: int,
+    recent: Callable[[Chain, list[Chain]], bool],
+) -> DatasetPrune:
+    """Keep every chain that fewer than keep_chains others are proven newer than, and every
+    other chain without which a recent snapshot would be lost.  A keep rule only adds to
+    what is kept: _prove still guards the rest."""
 
     def newer_than(c: Chain) -> int:
         return sum(now.order.older(c.start, other.start) for other in found)
 
     keep = [c for c in found if newer_than(c) < keep_chains]
+    keep += [c for c in found if c not in keep and recent(c, keep)]
     return DatasetPrune(dataset, keep, [c for c in found if c not in keep])
+
+
+def _made_since(
+    dataset: str, by_name: dict[str, ArchivedFile], since: float | None
+) -> Callable[[Chain, list[Chain]], bool]:
+    """Whether a chain alone brings a snapshot of dataset made at `since` or later: a file of
+    it that no kept chain has brings one that no kept file brings (never, without an age
+    rule).  A stream without a creation time is not recent: keep-chains keeps it."""
+
+    def recent(chain: Chain, keep: list[Chain]) -> bool:
+        if since is None:
+            return False
+        kept = {n for c in keep for n in c.files}
+        held = {s.to_guid for n in kept for s in by_name[n].steps_of(dataset)}
+        return any(
+            step.creation_time >= since and step.to_guid not in held
+            for name in chain.files
+            if name not in kept
+            for step in by_name[name].steps_of(dataset)
+        )
+
+    return recent
 
 
 def _prove(
