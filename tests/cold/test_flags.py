@@ -76,7 +76,7 @@ def test_quiet_verdict_of_a_damaged_archive(tmp_path: Path) -> None:
     root = archive(tmp_path)
     damage(root / INC)
     done = run("cold", "check", "-q", str(root), env=plain_env())
-    assert done.returncode == 1 and done.stdout.startswith("PROBLEMS: 1 (damaged 1)")
+    assert done.returncode == 1 and done.stdout.startswith("PROBLEMS: 1 in files (damaged 1)")
     assert len(done.stdout.splitlines()) == 1
 
 

@@ -54,7 +54,7 @@ def test_a_lost_incremental_is_one_cause_in_a_screenful(tmp_path: Path) -> None:
     assert len(problems) == 2, problems
     assert problems[0].split()[:2] == ["orphan", f"{root_cause}:"]
     assert f"({behind - 1:,} files)" in problems[1] and f"follows {root_cause}" in problems[1]
-    assert lines[-1] == f"PROBLEMS: {behind} (orphan {behind})"
+    assert lines[-1] == f"PROBLEMS: {behind} in chains (orphan {behind})"
 
     verbose = zverify("cold", "check", "-v", str(root)).stdout.splitlines()
     assert len(verbose) == len(lines) + LOST  # and a line per restorable snapshot
@@ -76,3 +76,16 @@ def test_the_json_grows_with_the_archive_not_its_square(tmp_path: Path) -> None:
     assert route == ["zv%2Ffs@s0.zfsfull"] + [
         f"zv%2Ffs@s{i - 1}-@s{i}.zfsinc" for i in range(1, HOURS)
     ]
+
+
+def test_check_and_scrub_count_the_files_problems_alike(tmp_path: Path) -> None:
+    root = tmp_path / "cold"
+    _year(root, hours=100, lost=None)
+    damaged = root / "zv%2Ffs@s49-@s50.zfsinc"
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    check = zverify("cold", "check", str(root)).stdout.splitlines()[-1]
+    scrub = zverify("cold", "scrub", str(root)).stdout.splitlines()[-1]
+    assert check == "PROBLEMS: 1 in files (damaged 1), 49 in chains (orphan 49)", check
+    assert scrub.startswith("PROBLEMS: 1 in files (damaged 1); "), scrub

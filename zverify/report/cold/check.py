@@ -239,13 +239,26 @@ def _verdict(report: ArchiveReport, problems: list[Problem]) -> str:
         busy = sum(bool(f.in_progress) for f in report.files)
         during = f" ({busy} file(s) of a send in progress not counted)" if busy else ""
         return f"INTACT: every file intact, every incremental reachable from a full{during}"
-    counts = ", ".join(f"{k} {n}" for k, n in sorted(Counter(p.kind for p in problems).items()))
     fixable = sum(
         bool(f.parity and f.parity.repair and f.parity.repair.status == "repairable")
         for f in report.files
     )
     hint = f"; {fixable} repairable: `zverify cold repair`" if fixable else ""
-    return f"PROBLEMS: {len(problems)} ({counts}){hint}"
+    return f"PROBLEMS: {problem_counts(problems)}{hint}"
+
+
+def problem_counts(problems: list[Problem]) -> str:
+    """'1 in files (damaged 1), 4757 in chains (orphan 4757)': the files' own problems, as
+    `cold scrub` counts them too, apart from what they cost the chains (a dataset's)."""
+    parts = []
+    for where, these in (
+        ("files", [p for p in problems if p.dataset is None]),
+        ("chains", [p for p in problems if p.dataset is not None]),
+    ):
+        if these:
+            kinds = sorted(Counter(p.kind for p in these).items())
+            parts.append(f"{len(these)} in {where} ({', '.join(f'{k} {n}' for k, n in kinds)})")
+    return ", ".join(parts)
 
 
 def check_json(report: ArchiveReport) -> str:

@@ -17,6 +17,7 @@ from zverify.cold.names import shown
 from zverify.cold.proof.check import UNVERIFIED
 from zverify.cold.proof.scrub import Scrubbed, ScrubReport
 from zverify.cold.repair import describe
+from zverify.report.cold.check import problem_counts
 from zverify.report.cold.documents import file_key, json_name, parity_doc, problem_doc, text_lines
 
 SCHEMA = "zverify.cold-scrub/1"
@@ -89,12 +90,8 @@ def _verdict(r: ScrubReport, read: list[Scrubbed]) -> str:
         unread = {p.file for p in r.problems if p.kind in UNVERIFIED}
         return f"INCOMPLETE: {len(unread)} file(s) could not be read or proven"
     if r.exit_code == exitcodes.DIFFERENT:
-        counts = ", ".join(
-            f"{k} {n}" for k, n in sorted(Counter(p.kind for p in r.problems).items())
-        )
-        files = len({p.file for p in r.problems})
-        # as `cold check` counts them, which adds the chains' problems (orphans behind a loss)
-        return f"PROBLEMS: {len(r.problems)} ({counts}) in {files} file(s)"
+        # as `cold check` counts the files' problems; check adds what they cost the chains
+        return f"PROBLEMS: {problem_counts(r.problems)}; the chains: `zverify cold check`"
     return f"PROVEN: {len(read)} file(s) read and proven ({r.read_bytes:,} bytes)"
 
 
