@@ -9,6 +9,7 @@ anybody reads, and nobody reads while they delete.
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import time
@@ -128,7 +129,10 @@ def test_wait_waits_for_the_writer_or_gives_up_saying_so(tmp_path: Path, zfs: Zf
         assert waiting.startswith(f"zverify: waiting up to 1 s: archive {cold} is busy: pid ")
         assert refused.endswith("is writing to it; nothing was done"), refused
         second = start("cold", "send", "--no-progress", "--wait", "60", "zv/fs", str(cold), env=env)
-        time.sleep(1)
+        # it says it waits once it has found the lock taken: only then may the writer end
+        assert second.stderr is not None
+        said = select.select([second.stderr], [], [], 60)[0] and second.stderr.readline()
+        assert said and said.startswith("zverify: waiting up to 60 s"), said
         assert second.poll() is None  # waiting
     finally:
         zfs.release()
@@ -138,7 +142,6 @@ def test_wait_waits_for_the_writer_or_gives_up_saying_so(tmp_path: Path, zfs: Zf
     end_group(second)
     # it waited, then found the archive already holding @s2: nothing to send
     assert code == 0 and "nothing to send" in out, out + err
-    assert "waiting up to 60 s" in err
 
 
 def test_prune_never_deletes_under_a_restore(tmp_path: Path, zfs: ZfsStandIn) -> None:
