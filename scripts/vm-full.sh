@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The VM tests CI runs as a sample, in full (real OpenZFS in the qemu VM; hours under TCG):
 # the receive differential with every generated archive, the tests that run on every OpenZFS
-# release (2.1, 2.3) all on each, parity repairs and the S3 bucket inside the VM, and the
-# consolidate differential over many seeds with a 100-link chain.  Arguments: the seeds,
-# scenarios and links of scripts/consolidate-differential.sh (its defaults when none).
+# release (2.1, 2.3) all on each, the slow ones marked vm_full, parity repairs and the S3
+# bucket inside the VM, and the consolidate differential over many seeds with a 100-link
+# chain.  Arguments: the seeds, scenarios and links of scripts/consolidate-differential.sh (its
+# defaults when none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)

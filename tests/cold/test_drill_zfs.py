@@ -6,9 +6,9 @@ byte flipped and every checksum re-signed: `cold check` calls it intact) must fa
 naming the file; a scratch too small for the route must be exit 2 and leave nothing behind.
 
 Each test runs on every OpenZFS release of the harness (2.1 in CI, 2.3 too in
-scripts/vm-full.sh).  The archive lives in the exchange directory the host shares with the
-VM, so that the host can re-sign a copy of it; every zverify command runs in the VM, where
-ZFS is."""
+scripts/vm-full.sh; the two marked vm_full only there).  The archive lives in the exchange
+directory the host shares with the VM, so that the host can re-sign a copy of it; every
+zverify command runs in the VM, where ZFS is."""
 
 from __future__ import annotations
 
@@ -120,6 +120,7 @@ def test_content_changed_with_valid_checksums_fails_the_drill_naming_the_file(
     assert "DIFFERENT" in text.splitlines()[-1] and "dir/b.bin" in text
 
 
+@pytest.mark.vm_full
 def test_a_scratch_too_small_is_not_a_drill_and_leaves_nothing(
     zfs_release_host, zverify_in_release_host, archive
 ):
@@ -143,6 +144,7 @@ def test_a_scratch_too_small_is_not_a_drill_and_leaves_nothing(
     assert leftovers(host) == ""
 
 
+@pytest.mark.vm_full
 def test_with_the_source_gone_the_drill_compares_with_the_archived_manifest(
     zfs_release_host, zfs_release_pool, zverify_in_release_host
 ):

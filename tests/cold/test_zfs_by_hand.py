@@ -116,6 +116,7 @@ def _two_disks(host, ds) -> tuple[str, str, dict[str, str]]:
     return d1, d2, files
 
 
+@pytest.mark.vm_full
 def test_compressed_files_over_two_disks_check_restore_and_prune(
     zfs_release_host, zverify_in_release_host, setname
 ):

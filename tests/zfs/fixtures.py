@@ -188,8 +188,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs on a release other than the default go last, in their order: their VM boots
     once, and in CI its image may still be building while the others run.  Outside the
     full VM run (scripts/vm-full.sh) only the tests marked ``release_sample`` run there: CI
-    has the time for a sample of each release's runs, not for all of them twice."""
+    has the time for a sample of each release's runs, not for all of them twice; and no test
+    marked ``vm_full`` runs."""
     for item in items:
+        if not FULL_RUN and item.get_closest_marker("vm_full") is not None:
+            item.add_marker(
+                pytest.mark.skip(reason="slow: scripts/vm-full.sh runs it (CI's time is spent)")
+            )
         other = _release_of(item) not in (None, config.DEFAULT_RELEASE)
         if other and not FULL_RUN and item.get_closest_marker("release_sample") is None:
             item.add_marker(
