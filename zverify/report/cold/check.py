@@ -149,7 +149,12 @@ def _lost_lines(report: ArchiveReport, plan: DatasetPlan) -> list[str]:
             behind.setdefault(p.follows or p.file, []).append(p.file)
     by_name = {f.name: f for f in report.files}
     bases = {name: guid for name, guid, _needs in plan.orphans}
-    lines = []
+    broken = {  # by the names (dataset, snapshot) each file not intact claims to end at
+        (named.dataset, named.to_snap): f.name
+        for f in report.files
+        if not f.valid and (named := names.parse(f.name)) is not None
+    }
+    lines: list[tuple[tuple[int, str], str]] = []
     for root, files in behind.items():
         steps = sorted(
             (s.creation_time, s.snapshot)
@@ -159,20 +164,21 @@ def _lost_lines(report: ArchiveReport, plan: DatasetPlan) -> list[str]:
         )
         span = f"@{steps[0][1]}" if len(steps) == 1 else f"@{steps[0][1]} .. @{steps[-1][1]}"
         lost = f"{_plural(len(steps), 'snapshot')} ({span})" if steps else "its snapshots"
-        gap = _gap(report, plan.dataset, root, bases.get(root))
-        lines.append(f"lost: {lost} in {_plural(len(files), 'file')} from {shown(root)} on; {gap}")
-    return lines
+        gap = _gap(broken, root, bases.get(root))
+        line = f"lost: {lost} in {_plural(len(files), 'file')} from {shown(root)} on; {gap}"
+        lines.append((steps[0] if steps else (0, ""), line))
+    return [line for _first, line in sorted(lines)]  # oldest loss first
 
 
-def _gap(report: ArchiveReport, dataset: str, root: str, guid: int | None) -> str:
+def _gap(broken: dict[tuple[str, str], str], root: str, guid: int | None) -> str:
     """Where the base of the first lost file went: named by the file names' convention (a
-    hint: chains go by GUID), a damaged file that ends there, else no file at all."""
+    hint: chains go by GUID), a file not intact that ends there, else no file at all."""
     named = names.parse(root)
-    base = f"@{named.from_snap} (guid {guid})" if named and named.from_snap else f"guid {guid}"
-    for f in report.files:
-        other = names.parse(f.name) if not f.valid else None
-        if other and named and other.to_snap == named.from_snap and other.dataset == named.dataset:
-            return f"its base {base} is in {shown(f.name)}, which is not intact"
+    if named is None or named.from_snap is None:
+        return f"no intact file ends at its base, guid {guid}"
+    base = f"@{named.from_snap} (guid {guid})"
+    if (there := broken.get((named.dataset, named.from_snap))) is not None:
+        return f"its base {base} is in {shown(there)}, which is not intact"
     return f"no intact file ends at its base {base}: a stream is missing (deleted, or never sent)"
 
 
