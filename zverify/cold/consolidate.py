@@ -139,7 +139,7 @@ def _route(report: ArchiveReport, r: Restorable) -> Route:
     if not links or links[-1].guid != r.guid:
         raise ColdError(f"internal error: the route of @{r.snapshot} does not end at it")
     size = sum(archived[n].size for n in r.files)
-    return Route(r.dataset, r.snapshot, r.guid, r.files, tuple(links), size)
+    return Route(r.dataset, r.snapshot, r.guid, tuple(r.files), tuple(links), size)
 
 
 def _links_of(f: ArchivedFile, r: Restorable) -> list[Link]:

@@ -255,7 +255,7 @@ def trial_receive(report: ArchiveReport, decision: DatasetPrune, scratch: str) -
     newest = decision.newest_kept
     assert newest is not None
     restore.check_target(scratch)
-    trial = restore.RestorePlan(decision.dataset, scratch, newest, newest.files)
+    trial = restore.RestorePlan(decision.dataset, scratch, newest, tuple(newest.files))
     try:
         restore.receive_all(trial, report)
     finally:

@@ -71,7 +71,7 @@ def plan_restore(report: ArchiveReport, target: str, snapshot: str | None) -> Re
                 f"{dataset}: several snapshots are named @{snapshot} ({listed}): choose by GUID"
             )
         chosen = found[0]
-    return RestorePlan(dataset, target, chosen, chosen.files)
+    return RestorePlan(dataset, target, chosen, tuple(chosen.files))
 
 
 def within(plan: RestorePlan, max_bytes: int | None) -> None:

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import overload
 
 from zverify.errors import ZverifyError
 from zverify.sendstream import rules
@@ -94,6 +95,54 @@ class ArchivedFile:
         return any(s.resuming for s in self.steps)
 
 
+class Route(Sequence[str]):
+    """The files to receive, in order, as the route it extends (parent) and one more file:
+    the routes of a chain share their prefixes, so a year of hourly incrementals is 8,760
+    links, not 8,760 lists of up to 8,760 names.  Compares and hashes as the tuple of its
+    files; indexing and slicing make that tuple."""
+
+    __slots__ = ("_len", "last", "parent")
+
+    def __init__(self, parent: Route | None, last: str) -> None:
+        self.parent = parent
+        self.last = last
+        self._len = 1 + (len(parent) if parent is not None else 0)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files())
+
+    def _files(self) -> tuple[str, ...]:
+        names: list[str] = []
+        link: Route | None = self
+        while link is not None:  # iterative: a route may be thousands of files long
+            names.append(link.last)
+            link = link.parent
+        return tuple(reversed(names))
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if index == -1:
+            return self.last
+        return self._files()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Route | tuple):
+            return len(self) == len(other) and self._files() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._files())
+
+    def __repr__(self) -> str:
+        return f"Route{self._files()!r}"
+
+
 @dataclass(frozen=True)
 class Restorable:
     """A snapshot the archive can rebuild, and the files to receive, in order."""
@@ -102,7 +151,7 @@ class Restorable:
     snapshot: str
     guid: int
     creation_time: int
-    files: tuple[str, ...]
+    files: Sequence[str]  # a Route when planned; a tuple is the same route
     bytes: int
     tip: Tip | None = None  # the dataset after those files: what a next incremental must match
 
@@ -308,7 +357,7 @@ def _search(
     refusals: dict[str, str] = {}
     done: set[_State] = set()
     following = _Candidates(files)
-    queue: list[tuple[int, int, _State | None, tuple[str, ...]]] = [(0, 0, None, ())]
+    queue: list[tuple[int, int, _State | None, Route | None]] = [(0, 0, None, None)]
     counter = 0  # tie-breaker: heapq must never compare states
     while queue:
         cost, _, state, route = heapq.heappop(queue)
@@ -322,7 +371,7 @@ def _search(
                 refusals.setdefault(f.name, after)
                 continue
             used.add(f.name)
-            files_needed = (*route, f.name)
+            files_needed = Route(route, f.name)
             tip = dict(after[0]).get(dataset)
             for step in f.steps_of(dataset):
                 old = best.get(step.to_guid)

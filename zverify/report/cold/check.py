@@ -20,7 +20,7 @@ from zverify.report.cold.documents import (
     problem_doc,
     text_lines,
 )
-from zverify.sendstream.chain import DatasetPlan, Restorable
+from zverify.sendstream.chain import DatasetPlan, Restorable, Route
 
 CHECK_SCHEMA = "zverify.cold-check/2"
 LINES_SCHEMA = "zverify.cold-check-lines/1"
@@ -337,7 +337,7 @@ def _snapshot_docs(restorable: list[Restorable]) -> list[dict[str, Any]]:
     snapshot whose route that file extends ("after"), never its whole route, which at a
     year of hourly incrementals repeats the chain 8,760 times (routes()).  A route that
     extends no other snapshot's (rare: a cheaper route elsewhere) is listed whole."""
-    by_route = {r.files: r.guid for r in restorable}
+    by_route = {id(r.files): r for r in restorable}  # planned routes share their links
     docs = []
     for r in restorable:
         doc: dict[str, Any] = {
@@ -347,9 +347,12 @@ def _snapshot_docs(restorable: list[Restorable]) -> list[dict[str, Any]]:
             "bytes": r.bytes,
             "file": json_name(r.files[-1]),
         }
-        after = by_route.get(r.files[:-1]) if len(r.files) > 1 else None
-        if len(r.files) == 1 or after is not None:
-            doc["after"] = None if after is None else str(after)
+        parent = r.files.parent if isinstance(r.files, Route) else None
+        before = by_route.get(id(parent)) if parent is not None else None
+        if len(r.files) == 1:
+            doc["after"] = None
+        elif before is not None and before.files is parent:
+            doc["after"] = str(before.guid)
         else:
             doc["files"] = [json_name(n) for n in r.files]
         docs.append(doc)
