@@ -143,14 +143,19 @@ def test_full_disk_for_the_report_exits_2(trees: tuple[str, str]) -> None:
     assert "No space left on device" in done.stderr
 
 
+@pytest.mark.parametrize("unbuffered", ["", "1"])  # "": PYTHONUNBUFFERED not set
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
-def test_closed_pipe_ends_quietly_with_141(trees: tuple[str, str], json_flag: list[str]) -> None:
+def test_closed_pipe_ends_quietly_with_141(
+    trees: tuple[str, str], json_flag: list[str], unbuffered: str
+) -> None:
     """As `zverify compare ... | head` expects: no message, and 128 + SIGPIPE, which no
-    script reads as a verdict."""
+    script reads as a verdict; also when the short report waits in stdout's buffer until
+    the flush at the end."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will ever read: every write fails with EPIPE
     try:
-        done = zverify("compare", "--no-progress", *json_flag, *trees, stdout=write_end)
+        env = {"PYTHONUNBUFFERED": unbuffered}
+        done = zverify("compare", "--no-progress", *json_flag, *trees, stdout=write_end, env=env)
     finally:
         os.close(write_end)
     assert done.returncode == 141, done.stderr

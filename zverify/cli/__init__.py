@@ -322,6 +322,8 @@ def _flush_stdout() -> None:
         sys.stdout.flush()
     except OSError as err:
         _discard_stdout()
+        if err.errno == errno.EPIPE:  # the reader went away (| head): quietly, as in run()
+            sys.exit(exitcodes.BROKEN_PIPE)
         _fail(f"cannot write the report: {err.strerror or err}", exitcodes.TROUBLE)
         sys.exit(exitcodes.TROUBLE)
 
