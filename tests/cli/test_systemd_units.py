@@ -5,17 +5,24 @@ instance's Prometheus file.  Stand-in: systemd's expansion of %i, ${VAR} (one wo
 (split at whitespace) is done here by hand, as systemd.service(5) describes it: there is no
 systemd running as PID 1 on this machine to start the unit for real."""
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli.console import console_script, needs_installed_command
+from tests.cli.console import REPO, console_script, needs_installed_command
 
-UNITS = Path(__file__).resolve().parents[2] / "systemd"
-STREAMS = Path(__file__).resolve().parents[1] / "data" / "streams"
+# scripts/package.sh tests the units the wheel installed (pyproject.toml's data files)
+UNITS = (
+    Path(sys.prefix) / "share" / "zverify" / "systemd"
+    if os.environ.get("ZVERIFY_TEST_INSTALLED") == "1"
+    else REPO / "systemd"
+)
+STREAMS = REPO / "tests" / "data" / "streams"
 
 
 def test_systemd_accepts_the_units_for_an_instance(tmp_path: Path) -> None:
