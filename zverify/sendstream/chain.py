@@ -21,20 +21,20 @@ the names before planning, as `zfs receive` ignores an incremental's dataset nam
 
 The order of snapshots comes from the streams alone: an incremental from A to B says that A
 is older than B, whatever the clocks said.  Two snapshots no stream connects have no order
-(two fulls made apart, a fork after a rollback): both can be "newest".  Creation times are
-in whole seconds and follow the wall clock; they are shown, never compared.
+(two fulls made apart, a fork after a rollback): both can be "newest".  Creation times follow
+the wall clock: shown, never ordered by (prune's --keep-within reads them only to keep more).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import overload
 
 from zverify.errors import ZverifyError
 from zverify.sendstream import rules
+from zverify.sendstream.route import Route
 from zverify.sendstream.rules import Tip
 
 MAX_STATES = 200_000
@@ -93,54 +93,6 @@ class ArchivedFile:
     @property
     def resuming(self) -> bool:
         return any(s.resuming for s in self.steps)
-
-
-class Route(Sequence[str]):
-    """The files to receive, in order, as the route it extends (parent) and one more file:
-    the routes of a chain share their prefixes, so a year of hourly incrementals is 8,760
-    links, not 8,760 lists of up to 8,760 names.  Compares and hashes as the tuple of its
-    files; indexing and slicing make that tuple."""
-
-    __slots__ = ("_len", "last", "parent")
-
-    def __init__(self, parent: Route | None, last: str) -> None:
-        self.parent = parent
-        self.last = last
-        self._len = 1 + (len(parent) if parent is not None else 0)
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._files())
-
-    def _files(self) -> tuple[str, ...]:
-        names: list[str] = []
-        link: Route | None = self
-        while link is not None:  # iterative: a route may be thousands of files long
-            names.append(link.last)
-            link = link.parent
-        return tuple(reversed(names))
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
-    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
-        if index == -1:
-            return self.last
-        return self._files()[index]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Route | tuple):
-            return len(self) == len(other) and self._files() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._files())
-
-    def __repr__(self) -> str:
-        return f"Route{self._files()!r}"
 
 
 @dataclass(frozen=True)
@@ -372,13 +324,12 @@ def _search(
                 continue
             used.add(f.name)
             files_needed = Route(route, f.name)
-            tip = dict(after[0]).get(dataset)
             for step in f.steps_of(dataset):
                 old = best.get(step.to_guid)
                 if old is None or cost + f.size < old.bytes:
                     best[step.to_guid] = Restorable(
                         dataset, step.snapshot, step.to_guid, step.creation_time,
-                        files_needed, cost + f.size, tip,
+                        files_needed, cost + f.size, dict(after[0]).get(dataset),
                     )  # fmt: skip
             counter += 1
             heapq.heappush(queue, (cost + f.size, counter, after, files_needed))

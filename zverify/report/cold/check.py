@@ -20,7 +20,8 @@ from zverify.report.cold.documents import (
     problem_doc,
     text_lines,
 )
-from zverify.sendstream.chain import DatasetPlan, Restorable, Route
+from zverify.sendstream.chain import DatasetPlan, Restorable
+from zverify.sendstream.route import Route
 
 CHECK_SCHEMA = "zverify.cold-check/2"
 LINES_SCHEMA = "zverify.cold-check-lines/1"
