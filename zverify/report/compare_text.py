@@ -51,10 +51,7 @@ def _verdict(result: CompareResult) -> str:
     if result.identical:
         return f"IDENTICAL under {_checks(result)}{_narrowed(result)}"
     word = "INCOMPLETE" if result.exit_code == exitcodes.TROUBLE else "DIFFERENT"
-    total = result.total
-    found = f"{total:,} difference{'s' * (total != 1)}"
-    if total:
-        found += f" ({', '.join(f'{k} {n:,}' for k, n in sorted(result.counts.items()))})"
+    found = _kinds(result.counts) if result.total else "0 differences"
     return f"{word}: {found}{_unverifiable(result)}{_narrowed(result)}"
 
 
@@ -245,14 +242,7 @@ class TextStream:
         else:
             held = self._held()
             lines = [*answer, *held, *[""] * bool(held), *summary_lines(result)]
-        self._lines(lines)
-
-    def _lines(self, lines: list[str]) -> None:
-        """A write per line, as the lines found during the run: one write of a long report
-        to a pipe whose reader left (| head) can end short without an error, when stdout is
-        unbuffered (PYTHONUNBUFFERED), and the next write is the one that says EPIPE."""
-        for line in lines:
-            self._write(line + "\n")
+        self._write("\n".join(lines) + "\n")
 
     def _held(self) -> list[str]:
         at_risk = [difference_line(d) for d in self._at_risk]
@@ -261,8 +251,8 @@ class TextStream:
     def abort(self, message: str) -> None:
         """What was found before the run failed, as found so far; the error goes to stderr,
         and no verdict line is printed."""
-        if not self._verdict_only and not self._every_line:
-            self._lines(self._held())
+        if not self._verdict_only and not self._every_line and (held := self._held()):
+            self._write("\n".join(held) + "\n")
 
 
 def render_compare(result: CompareResult, verdict_only: bool = False) -> str:
