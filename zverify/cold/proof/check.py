@@ -205,8 +205,13 @@ def chosen_dataset(asked: str, held: list[str], renamed: dict[str, str]) -> str:
     file names say it); else as asked, which matches nothing."""
     if asked in held or asked in renamed:
         return renamed.get(asked, asked)
-    ends = [d for d in held if names.names_dataset(asked, d)]
+    ends = _ending(asked, held)
     return ends[0] if len(ends) == 1 else asked
+
+
+def _ending(asked: str, held: list[str]) -> list[str]:
+    """The datasets asked names by their trailing components (names.names_dataset)."""
+    return [d for d in held if names.names_dataset(asked, d)]
 
 
 def _carries(f: ArchivedFile, datasets: set[str], renamed: dict[str, str]) -> bool:
@@ -237,7 +242,7 @@ def nothing_found(report: ArchiveReport, dataset: str | None) -> Problem:
     """An archive (or a dataset of it) without a single intact stream proves nothing: an
     empty directory, a disk that is not mounted, a --dataset misspelled."""
     if dataset and report.held:
-        ends = [d for d in report.held if names.names_dataset(dataset, d)]
+        ends = _ending(dataset, report.held)
         near = f"; it may be one of {', '.join(ends)}" if len(ends) > 1 else ""
         near = near or did_you_mean(dataset, report.held)
         return Problem(

@@ -148,6 +148,8 @@ def _lost_lines(report: ArchiveReport, plan: DatasetPlan) -> list[str]:
     for p in report.problems:
         if p.kind == "orphan" and p.dataset == plan.dataset:
             behind.setdefault(p.follows or p.file, []).append(p.file)
+    if not behind:  # nothing lost: no file's name is parsed
+        return []
     by_name = {f.name: f for f in report.files}
     bases = {name: guid for name, guid, _needs in plan.orphans}
     broken = {  # by the names (dataset, snapshot) each file not intact claims to end at
@@ -366,8 +368,8 @@ def routes(dataset_doc: dict[str, Any]) -> dict[str, list[str]]:
     by_guid = {r["guid"]: r for r in dataset_doc["restorable"]}
     found: dict[str, list[str]] = {}
 
-    def route(guid: str) -> list[str]:
-        todo = []
+    def route(start: str) -> list[str]:
+        todo, guid = [], start
         while guid not in found:  # iterative: a route may be 8,760 files long
             r = by_guid[guid]
             if "files" in r or r["after"] is None:
@@ -377,7 +379,7 @@ def routes(dataset_doc: dict[str, Any]) -> dict[str, list[str]]:
             guid = r["after"]
         for later in reversed(todo):
             found[later] = [*found[by_guid[later]["after"]], by_guid[later]["file"]]
-        return found[guid] if not todo else found[todo[0]]
+        return found[start]
 
     return {guid: route(guid) for guid in by_guid}
 
