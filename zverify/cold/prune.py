@@ -28,7 +28,6 @@ stream (before it) only when they are plain files.
 import os
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zverify.cold import consolidate, restore
@@ -87,7 +86,7 @@ def plan_prune(
     now = plan(archived)
     since = None if keep_within is None else time.time() - keep_within
     decisions = {
-        d: _split(d, found, now[d], keep_chains, _made_since(d, by_name, since))
+        d: _split(d, found, now[d], keep_chains, by_name, since)
         for d, found in sorted(report.chains.items())
     }
     kept = {n for d in decisions.values() for c in d.keep for n in c.files}
@@ -109,40 +108,43 @@ def _split(
     found: list[Chain],
     now: DatasetPlan,
     keep_chains: int,
-    recent: Callable[[Chain, list[Chain]], bool],
+    by_name: dict[str, ArchivedFile],
+    since: float | None,
 ) -> DatasetPrune:
-    """Keep every chain that fewer than keep_chains others are proven newer than, and every
-    other chain without which a recent snapshot would be lost.  A keep rule only adds to
-    what is kept: _prove still guards the rest."""
+    """Keep every chain that fewer than keep_chains others are proven newer than, and, with
+    an age rule, every other chain without which a snapshot made at `since` or later would be
+    lost.  A keep rule only adds to what is kept: _prove still guards the rest."""
 
     def newer_than(c: Chain) -> int:
         return sum(now.order.older(c.start, other.start) for other in found)
 
     keep = [c for c in found if newer_than(c) < keep_chains]
-    keep += [c for c in found if c not in keep and recent(c, keep)]
+    if since is not None:
+        kept = {n for c in keep for n in c.files}
+        held = {s.to_guid for n in kept for s in by_name[n].steps_of(dataset)}
+        keep += [
+            c for c in found if c not in keep and _recent(c, dataset, kept, held, by_name, since)
+        ]
     return DatasetPrune(dataset, keep, [c for c in found if c not in keep])
 
 
-def _made_since(
-    dataset: str, by_name: dict[str, ArchivedFile], since: float | None
-) -> Callable[[Chain, list[Chain]], bool]:
+def _recent(
+    chain: Chain,
+    dataset: str,
+    kept: set[str],
+    held: set[int],
+    by_name: dict[str, ArchivedFile],
+    since: float,
+) -> bool:
     """Whether a chain alone brings a snapshot of dataset made at `since` or later: a file of
-    it that no kept chain has brings one that no kept file brings (never, without an age
-    rule).  A stream without a creation time is not recent: keep-chains keeps it."""
-
-    def recent(chain: Chain, keep: list[Chain]) -> bool:
-        if since is None:
-            return False
-        kept = {n for c in keep for n in c.files}
-        held = {s.to_guid for n in kept for s in by_name[n].steps_of(dataset)}
-        return any(
-            step.creation_time >= since and step.to_guid not in held
-            for name in chain.files
-            if name not in kept
-            for step in by_name[name].steps_of(dataset)
-        )
-
-    return recent
+    it that no kept chain has brings one that no kept file brings.  A stream without a
+    creation time is not recent: keep-chains keeps it."""
+    return any(
+        step.creation_time >= since and step.to_guid not in held
+        for name in chain.files
+        if name not in kept
+        for step in by_name[name].steps_of(dataset)
+    )
 
 
 def _prove(
