@@ -323,13 +323,13 @@ def _search(
                 refusals.setdefault(f.name, after)
                 continue
             used.add(f.name)
-            files_needed = Route(route, f.name)
+            files_needed, tip = Route(route, f.name), dict(after[0]).get(dataset)
             for step in f.steps_of(dataset):
                 old = best.get(step.to_guid)
                 if old is None or cost + f.size < old.bytes:
                     best[step.to_guid] = Restorable(
                         dataset, step.snapshot, step.to_guid, step.creation_time,
-                        files_needed, cost + f.size, dict(after[0]).get(dataset),
+                        files_needed, cost + f.size, tip,
                     )  # fmt: skip
             counter += 1
             heapq.heappush(queue, (cost + f.size, counter, after, files_needed))
