@@ -1,6 +1,6 @@
 /*
  * zv_mapped.h — reading a file through a mapping instead of read(), for the
- * stream scanner (zv_stream.c) and the file hashing of walks (zv_file.c).
+ * stream scanner (zv_stream.c).
  *
  * With the file in the page cache, read()'s copy into a buffer costs as much
  * CPU as a fast hash of the same bytes; a mapped window is read where it lies.

@@ -6,8 +6,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.cli.console import zverify_in_process
 
 
@@ -53,25 +51,9 @@ def inode_groups(root: Path) -> set[frozenset[str]]:
     return {frozenset(g) for g in groups.values() if len(g) > 1}
 
 
-def skip_unless_cache_hits_tell(directory: Path) -> None:
-    """Skip, saying why, where a read cannot tell a page-cache hit (RWF_NOWAIT refused, as
-    on tmpfs and FUSE): there the core reads every file with pread and never maps one, so a
-    test of the mapped read would pass without running it."""
-    probe = directory / ".nowait-probe"
-    probe.write_bytes(b"x" * 4096)
-    fd = os.open(probe, os.O_RDONLY)
-    try:
-        os.preadv(fd, [bytearray(4096)], 0, os.RWF_NOWAIT)
-    except OSError as err:
-        pytest.skip(f"{directory}: RWF_NOWAIT reads refused ({err.strerror}): no file is mapped")
-    finally:
-        os.close(fd)
-        probe.unlink()
-
-
 def drop_from_cache(*paths: Path) -> None:
     """Write the files back and evict their pages, so that their next read misses the page
-    cache: the core then reads them with pread, block by block, and never maps them."""
+    cache (the core then asks for read-ahead as it opens them)."""
     os.sync()
     for path in paths:
         fd = os.open(path, os.O_RDONLY)

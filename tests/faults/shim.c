@@ -20,15 +20,10 @@
  *                                named NAME (not a directory), NAME.swap in the same
  *                                directory is renamed over it, so the fd is another file
  *                                than the one the walker stat'ed (logged "fired swap 1")
- *   ZV_CUT_ON_MAP=NAME           a race: when the core maps a window of a file named NAME
- *                                that reaches more than a page past the window's start, the
- *                                file is first cut to end one page into it, as though another
- *                                process truncated it while it was read (logged "fired cut 1")
- *   ZV_EIO_ON_MAP=NAME           a failing disk, as a mapping sees one: the core's maps of a
- *                                file named NAME get a one-page memfd instead, so the window's
- *                                second page raises SIGBUS while the file itself is unchanged
- *                                (logged "fired eio 1" each time).  A stand-in: this kernel
- *                                has no device-mapper to fail a sector under a filesystem
+ *   ZV_CUT_ON_READ=NAME          a race: before the core reads a file named NAME at an
+ *                                offset past its first block, the file is cut to end there,
+ *                                as though another process truncated it while it was read
+ *                                (logged "fired cut 1")
  *   ZV_FAULT_LOG=FILE            appended to: "fired KIND N 0xSITE" when a fault is injected
  *                                (SITE: the return address in the core, for addr2line), and
  *                                at exit "count KIND K" for every kind (calls seen from the
@@ -47,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -392,31 +386,22 @@ static int named(const char *path, const char *name)
 }
 
 /*
- * Forwarded by the system call itself, not a dlsym'd pointer: the interpreter's own
- * allocator maps memory from the first moment, before (and while) dlsym can run.
+ * Forwarded by the system call itself, as the core's pread reaches the kernel: no dlsym'd
+ * pointer to resolve first.  pread64 is the same function under its other name.
  */
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {
     const void *ret = __builtin_return_address(0);
     char path[4096];
     struct stat st;
-    /* a file mapped by the core (the interpreter's anonymous maps go straight on) */
-    int ours = fd >= 0 && (getenv("ZV_CUT_ON_MAP") || getenv("ZV_EIO_ON_MAP")) &&
-               from_core(ret) && fd_path(fd, path, sizeof path);
-    if (ours && named(path, getenv("ZV_CUT_ON_MAP")) && fstat(fd, &st) == 0 &&
-        st.st_size > off + 4096 && truncate(path, off + 4096) == 0)
+    const char *cut = getenv("ZV_CUT_ON_READ");
+    if (cut && off > 0 && from_core(ret) && fd_path(fd, path, sizeof path) && named(path, cut) &&
+        fstat(fd, &st) == 0 && st.st_size > off && truncate(path, off) == 0)
         log_line("fired", "cut", 1, ret);
-    if (ours && named(path, getenv("ZV_EIO_ON_MAP"))) {
-        int page = memfd_create("zv-eio", MFD_CLOEXEC);
-        if (page >= 0 && ftruncate(page, 4096) == 0) {
-            void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, page, 0);
-            close(page);
-            log_line("fired", "eio", 1, ret);
-            return p;
-        }
-    }
-    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return syscall(SYS_pread64, fd, buf, len, off);
 }
+
+ssize_t pread64(int fd, void *buf, size_t len, off_t off) __attribute__((alias("pread")));
 
 /* ---- configuration, and the counts at exit ---- */
 
