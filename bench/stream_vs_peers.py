@@ -10,7 +10,7 @@ the output says so.  Every tool reads the same file after a warm-up read (hot
 page cache), in interleaved rounds: each round runs every tool once, in a
 rotated order, so that a change in the machine's load hits all of them alike.
 The table gives the median and best seconds, GB/s and the ratio of cat's
-median to the tool's (the target of issue 34: the installed command >= 0.8x
+median to the tool's (the target of issue 48: the installed command >= 0.9x
 cat on a 2 GiB stream), with the load average before and after.  Peers:
 `b3sum` and `xxhsum -H2` (XXH128) of the same file, `zstream dump` where
 installed (not a validator: it exits 0 on checksum errors).  Peak RSS of the
@@ -81,6 +81,8 @@ def synthesize(path: Path, size: int, block: int = 128 << 10) -> None:
             + name
         )
         w.record(begin, begin=True)
+        # object 1, the master node (a full stream without it is not restorable), then the file
+        w.record(struct.pack("<IIQIIIIBBBBIQ", 1, 0, 1, 21, 0, 512, 0, 7, 15, 1, 0, 0, toguid))
         w.record(struct.pack("<IIQIIIIBBBBIQ", 1, 0, 2, 19, 44, block, 0, 7, 15, 1, 0, 0, toguid))
         nblocks = max(1, size // (block + DRR))
         for i in range(nblocks):
@@ -201,8 +203,8 @@ def main() -> None:
     print(f"{args.runs} interleaved rounds, hot cache, {os.cpu_count()} CPUs")
     print(table(times, size))
     ratio = statistics.median(times[CAT]) / statistics.median(times[COMMAND])
-    verdict = "met" if ratio >= 0.8 else "NOT met"
-    print(f"command vs cat (medians): {ratio:.2f}x, target >= 0.80x: {verdict}")
+    verdict = "met" if ratio >= 0.9 else "NOT met"
+    print(f"command vs cat (medians): {ratio:.2f}x, target >= 0.90x: {verdict}")
     print("load average (1 min) before and after each round: " + " ".join(f"{x:.2f}" for x in load))
     verify = _tools(path)[COMMAND]
     big_rss = _peak_rss_kib(verify)
