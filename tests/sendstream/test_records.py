@@ -4,6 +4,7 @@ parser), payloads are read on demand or skipped by seeking, and a cut input is r
 from __future__ import annotations
 
 import io
+import random
 
 import pytest
 
@@ -19,6 +20,7 @@ from tools.streamgen import (
     write_record,
 )
 from zverify.sendstream.records import (
+    BufferedSource,
     RecordReader,
     Refused,
     embedded_fields,
@@ -140,3 +142,63 @@ def test_an_oversized_payload_is_refused() -> None:
     buf[-312 + 96 : -312 + 104] = (1 << 30).to_bytes(8, "little")  # drr_compressed_size
     with pytest.raises(Refused, match=r"WRITE payload of 1073741824 bytes is over"):
         records(bytes(buf))
+
+
+def _raw(data: bytes, rng: random.Random, seekable: bool) -> tuple[object, object, list[int]]:
+    """read(n) that returns short reads at random, as a pipe does; skip(n) a forward seek
+    (recorded), or None for an input that cannot seek."""
+    at, seeks = [0], []
+
+    def read(n: int) -> bytes:
+        got = data[at[0] : at[0] + rng.randint(1, n)]
+        at[0] += len(got)
+        return got
+
+    def skip(n: int) -> None:
+        seeks.append(n)
+        at[0] += n
+
+    return read, (skip if seekable else None), seeks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_buffered_source_serves_every_byte_in_order(seed: int) -> None:
+    """Seeded reads, skips and peeks of every size around the 4 KiB buffer must see the
+    input exactly as a position moving through it would (the model), short raw reads and
+    all; an input that can seek is seeked only past what the buffer does not hold."""
+    rng = random.Random(seed)
+    data = rng.randbytes(rng.randint(0, 60_000))
+    ahead = data[: rng.randint(0, 100)]
+    read, skip, seeks = _raw(data[len(ahead) :], rng, seekable=seed % 2 == 0)
+    source, pos = BufferedSource(read, skip, ahead), 0  # type: ignore[arg-type]
+    while pos < len(data):
+        n = rng.choice([1, 8, 312, 4095, 4096, 4097, 20_000, rng.randint(1, 70_000)])
+        op = rng.choice(["read", "read", "skip", "peek"])
+        if op == "read":
+            got = source.read(n)
+            assert got and got == data[pos : pos + len(got)], (seed, pos, n)
+            pos += len(got)
+        elif op == "skip":
+            source.skip(n)
+            pos = min(len(data), pos + n)
+        else:
+            assert source.peek(n) == data[pos : pos + n], (seed, pos, n)
+    assert source.read(10) == b""
+    assert all(n > 0 for n in seeks)
+
+
+def test_readers_taking_turns_on_one_buffered_source_lose_no_byte() -> None:
+    """A package's substreams are read one after another from one source; the buffer
+    filled by the first reader holds the start of the second."""
+    one, two = full_stream(), full_stream(True)
+    f = io.BytesIO(one + two)
+    source = BufferedSource(f.read)
+    first = RecordReader(source.read, name="one", skip=source.skip)
+    while first.next() is not None:
+        pass
+    assert source.peek(4) == two[:4]
+    second = RecordReader(source.read, name="two", start=first.where(), skip=source.skip)
+    found = []
+    while (rec := second.next()) is not None:
+        found.append((rec.offset - len(one), rec.kind, rec.payload_len))
+    assert found == expected(two)

@@ -50,7 +50,7 @@ from zverify.sendstream.chainstate import StateRecord, merge
 from zverify.sendstream.digest import first_difference as pieces_difference
 from zverify.sendstream.digest import place, state_digest, state_pieces
 from zverify.sendstream.format import RECORD_SIZE, HeaderType, RecordType
-from zverify.sendstream.records import RecordReader, Refused
+from zverify.sendstream.records import BufferedSource, RecordReader, Refused
 from zverify.sendstream.report import StreamReport
 from zverify.sendstream.synthesize import FullSummary, FullWriter, route_features
 from zverify.sendstream.validate import seekable, verify_stream
@@ -180,7 +180,7 @@ def routes_to(report: ArchiveReport, snapshot: str | None) -> list[Route]:
 
 class _Input:
     """The decoded bytes of one archive file from a position: read(n) short only at the
-    end; skip(n) seeks when the file can, reads past otherwise."""
+    end; skip(n) seeks when the file can, reads past otherwise; peek(n) reads ahead."""
 
     def __init__(
         self, stack: contextlib.ExitStack, store: Store, key: str, expect: FileStamp | None
@@ -191,42 +191,27 @@ class _Input:
         except OSError as err:
             raise ColdError(f"cannot open {self.name}: {err.strerror or err}") from None
         stack.callback(_finish, store, key, fd)
-        self._fd, self._head, self._seekable = fd, b"", seekable(fd)
+        self._fd, self._seekable = fd, seekable(fd)
+        head = b""
         kind = compressed.detect_fd(fd) if self._seekable else None
         if not self._seekable:
-            self._head = compressed.read_head(fd)
-            kind = compressed.detect(self._head)
+            head = compressed.read_head(fd)
+            kind = compressed.detect(head)
         if kind is not None:
-            self._fd, _layer = stack.enter_context(compressed.decompressing(fd, kind, self._head))
+            self._fd, _layer = stack.enter_context(compressed.decompressing(fd, kind, head))
             # the check proved the compressed layer; a read that ends short is Refused
-            self._head, self._seekable = b"", False
+            head, self._seekable = b"", False
+        source = BufferedSource(self._read, self._seek if self._seekable else None, head)
+        self.read, self.skip, self.peek = source.read, source.skip, source.peek
 
-    def read(self, n: int) -> bytes:
-        if self._head:
-            got, self._head = self._head[:n], self._head[n:]
-            return got
+    def _read(self, n: int) -> bytes:
         try:
             return os.read(self._fd, n)
         except OSError as err:
             raise ColdError(f"reading {self.name} failed: {err.strerror or err}") from None
 
-    def skip(self, n: int) -> None:
-        if self._seekable and not self._head:
-            os.lseek(self._fd, n, os.SEEK_CUR)
-            return
-        while n > 0:
-            got = self.read(min(n, 1 << 20))
-            if not got:
-                return  # the reader finds the end where it reads next
-            n -= len(got)
-
-    def peek(self, n: int) -> bytes:
-        """The next n bytes (fewer at the end), read again by the next read()."""
-        data = b""
-        while len(data) < n and (more := self.read(n - len(data))):
-            data += more
-        self._head = data + self._head
-        return data
+    def _seek(self, n: int) -> None:
+        os.lseek(self._fd, n, os.SEEK_CUR)
 
 
 def _finish(store: Store, key: str, fd: int) -> None:
@@ -589,7 +574,9 @@ def _file_reader(stack: contextlib.ExitStack, fd: int, partial: str) -> RecordRe
     def skip(n: int) -> None:
         at[0] += n
 
-    return RecordReader(read, name=names.shown(os.path.basename(partial)), skip=skip)
+    source = BufferedSource(read, skip)
+    name = names.shown(os.path.basename(partial))
+    return RecordReader(source.read, name=name, skip=source.skip)
 
 
 def _digest_of_file(fd: int, partial: str) -> str:

@@ -19,6 +19,7 @@ import heapq
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from zverify.sendstream.format import BeginFlag, Feature, HeaderType, RecordType
 from zverify.sendstream.records import (
@@ -31,7 +32,6 @@ from zverify.sendstream.records import (
     free_fields,
     freeobjects_fields,
     object_fields,
-    record_object,
     spill_fields,
 )
 
@@ -43,7 +43,10 @@ MAX_PENDING = 65_536
 M64 = (1 << 64) - 1
 INF = 1 << 65
 DMU_OT_SA = 44
-_DATA = (RecordType.WRITE, RecordType.WRITE_EMBEDDED, RecordType.FREE, RecordType.SPILL)
+_OBJECT = int(RecordType.OBJECT)
+_DATA = frozenset(
+    int(k) for k in (RecordType.WRITE, RecordType.WRITE_EMBEDDED, RecordType.FREE, RecordType.SPILL)
+)
 _REFUSED_FEATURES = {
     Feature.RAW: "raw (zfs send -w): the blocks are encrypted, the merge cannot see them",
     Feature.REDACTED: "redacted (zfs send --redact)",
@@ -57,16 +60,14 @@ _REFUSED_RECORDS = {
 }
 
 
-@dataclass(frozen=True)
-class StateRecord:
+class StateRecord(NamedTuple):
     header: bytes
     """312 bytes in the stream's byte order; the RecordType is at bytes 0..3.  drr_toguid
     and the trailer checksum are the source's (a writer rewrites them)."""
     payload: bytes
 
 
-@dataclass
-class _Attrs:
+class _Attrs(NamedTuple):
     """What the receiver's dnode holds after a substream (dmu_object_info's doi_*)."""
 
     type: int
@@ -116,6 +117,8 @@ class _Cursor:
     big: bool = False
     large_blocks: bool = False
     spill_block: bool = False
+    rec_kind: int | None = None
+    """The current record's RecordType (None at END): read per record, so an attribute."""
     rec_obj: int = -1
     rec_fields: ObjectFields | None = None
 
@@ -141,7 +144,9 @@ class _Cursor:
         self.rec = rec
         self.rec_fields = None
         if rec is not None:
-            self.rec_obj = record_object(rec, self.big)
+            self.rec_kind, self.rec_obj = rec.kind, rec.obj
+        else:
+            self.rec_kind = None
 
     def fields(self) -> ObjectFields:
         if self.rec_fields is None:
@@ -149,16 +154,13 @@ class _Cursor:
             self.rec_fields = object_fields(self.rec, self.big)
         return self.rec_fields
 
-    def kind(self) -> int | None:
-        return None if self.rec is None else self.rec.kind
-
     def obj(self) -> int:
         assert self.rec is not None
         return self.rec_obj
 
     def settle(self) -> None:
         """Move to the next OBJECT (or END), keeping the FREEOBJECTS ranges passed."""
-        while self.kind() == RecordType.FREEOBJECTS:
+        while self.rec_kind == RecordType.FREEOBJECTS:
             assert self.rec is not None
             fo = freeobjects_fields(self.rec, self.big)
             if fo.firstobj <= self.last_obj:
@@ -173,7 +175,7 @@ class _Cursor:
                     raise Refused(self.where(f"over {MAX_PENDING} pending FREEOBJECTS ranges"))
                 self.freed.append((fo.firstobj, min(INF, fo.firstobj + fo.numobjs)))
             self.advance()
-        kind = self.kind()
+        kind = self.rec_kind
         if kind is None:
             return
         if kind != RecordType.OBJECT:
@@ -195,7 +197,7 @@ class _Cursor:
         """(frees o, allocates o) in this substream, in that order."""
         frees = any(a <= o < b for a, b in self.freed)
         frees = frees or self.interior[0] <= o < self.interior[1]
-        allocates = self.kind() == RecordType.OBJECT and self.obj() == o
+        allocates = self.rec_kind == RecordType.OBJECT and self.obj() == o
         return frees, allocates
 
     def take_object(self) -> ObjectFields:
@@ -209,7 +211,7 @@ class _Cursor:
 
     def data_of(self, o: int) -> bool:
         """Is the current record a data/spill record of object o?"""
-        return self.kind() in _DATA and self.obj() == o
+        return self.rec_kind in _DATA and self.obj() == o
 
     def check_spill(self) -> bool:
         """Is the current record an UNMODIFIED spill the receiver ignores?"""
@@ -325,11 +327,12 @@ def _maybe_clamped(attrs: _Attrs, f: ObjectFields, c: _Cursor) -> bool:
     )
 
 
-def _life(cursors: list[_Cursor], o: int) -> _Life:
-    """Replay receive_object/receive_freeobjects for o over the route, headers only."""
+def _life(cursors: list[_Cursor], told: dict[int, tuple[bool, bool]], o: int) -> _Life:
+    """Replay receive_object/receive_freeobjects for o over the route, headers only; told
+    is each cursor's describes(o)."""
     life, attrs = _Life(), None
     for c in cursors:
-        frees, allocates = c.describes(o)
+        frees, allocates = told[c.index]
         if frees:
             life.live, attrs = False, None
             life.kills.add(c.index)
@@ -369,8 +372,9 @@ def _life(cursors: list[_Cursor], o: int) -> _Life:
 
 
 def _object(cursors: list[_Cursor], o: int) -> Iterator[StateRecord]:
-    life = _life(cursors, o)
-    involved = [c for c in cursors if c.describes(o)[1]]
+    told = {c.index: c.describes(o) for c in cursors}
+    life = _life(cursors, told, o)
+    involved = [c for c in cursors if told[c.index][1]]
     if not life.live:
         for c in involved:
             c.take_object()
@@ -385,8 +389,9 @@ def _object(cursors: list[_Cursor], o: int) -> Iterator[StateRecord]:
     for c in involved:
         c.take_object()
         c.advance()
-        if c.kind() == RecordType.FREE and free_fields(c.rec or b"", c.big).length == M64:
-            c.trunc = free_fields(c.rec or b"", c.big).offset
+        tail = c.rec_kind == RecordType.FREE and c.rec and free_fields(c.rec, c.big)
+        if tail and tail.length == M64:
+            c.trunc = tail.offset
             if c is newest and c.rec is not None:
                 yield StateRecord(c.rec.header, b"")
             c.advance()
@@ -407,12 +412,12 @@ def _alone(c: _Cursor, o: int) -> Iterator[StateRecord]:
     yield StateRecord(c.rec.header, c.reader.payload())
     c.take_object()
     c.advance()
-    if c.kind() == RecordType.FREE and c.rec and free_fields(c.rec, c.big).length == M64:
+    if c.rec_kind == RecordType.FREE and c.rec and free_fields(c.rec, c.big).length == M64:
         yield StateRecord(c.rec.header, b"")
         c.advance()
     last_start = write_end = 0
     while c.data_of(o) and c.rec is not None:
-        kind = c.kind()
+        kind = c.rec_kind
         if kind == RecordType.SPILL:
             if not c.check_spill():
                 head = bytearray(c.rec.header)
@@ -426,7 +431,7 @@ def _alone(c: _Cursor, o: int) -> Iterator[StateRecord]:
         if start < last_start or start < write_end:
             raise Refused(
                 c.where(
-                    f"{RecordType(c.kind() or 0).name} drr_object {o} drr_offset {start} "
+                    f"{RecordType(c.rec_kind or 0).name} drr_object {o} drr_offset {start} "
                     "goes back before offset "
                     f"{max(last_start, write_end)} of the same substream"
                 )
@@ -448,7 +453,7 @@ def _after_object(c: _Cursor, o: int) -> None:
 def _skip_data(c: _Cursor, o: int) -> None:
     """Pass o's data in an older substream the receiver later freed; stop at its SPILL."""
     while c.data_of(o):
-        if c.kind() == RecordType.SPILL and not c.check_spill():
+        if c.rec_kind == RecordType.SPILL and not c.check_spill():
             return
         c.advance()
 
@@ -457,9 +462,9 @@ def _span(c: _Cursor) -> tuple[int, int]:
     """The byte range the current WRITE/WRITE_EMBEDDED/FREE states, [start, end)."""
     assert c.rec is not None
     h, b = c.rec.header, c.big
-    start = int.from_bytes(h[24:32] if c.kind() == RecordType.WRITE else h[16:24],
+    start = int.from_bytes(h[24:32] if c.rec_kind == RecordType.WRITE else h[16:24],
                            "big" if b else "little")  # fmt: skip
-    if c.kind() == RecordType.WRITE:
+    if c.rec_kind == RecordType.WRITE:
         length = int.from_bytes(h[32:40], "big" if b else "little")
     else:
         length = int.from_bytes(h[24:32], "big" if b else "little")
@@ -472,7 +477,7 @@ def _span(c: _Cursor) -> tuple[int, int]:
 def _data_head(c: _Cursor, o: int) -> tuple[int, int] | None:
     """The next data statement of c for object o (UNMODIFIED spills passed), or None."""
     while c.data_of(o):
-        if c.kind() != RecordType.SPILL:
+        if c.rec_kind != RecordType.SPILL:
             return _span(c)
         if not c.check_spill():
             return None
@@ -509,7 +514,7 @@ def _merge_data(merging: list[_Cursor], o: int) -> Iterator[StateRecord]:
         if start < c.last_start or start < c.write_end:
             raise Refused(
                 c.where(
-                    f"{RecordType(c.kind() or 0).name} drr_object {o} drr_offset {start} "
+                    f"{RecordType(c.rec_kind or 0).name} drr_object {o} drr_offset {start} "
                     "goes back before offset "
                     f"{max(c.last_start, c.write_end)} of the same substream"
                 )
@@ -519,7 +524,7 @@ def _merge_data(merging: list[_Cursor], o: int) -> Iterator[StateRecord]:
         if len(c.stated) >= MAX_PENDING:
             raise Refused(c.where(f"over {MAX_PENDING} pending FREE ranges of object {o}"))
         c.stated.append((start, end))
-        if c.kind() != RecordType.FREE:
+        if c.rec_kind != RecordType.FREE:
             covers = [_cover(n, start, end, heads[n.index]) for n in merging if n.index > c.index]
             if "all" not in covers and "part" in covers:
                 raise Refused(
@@ -541,7 +546,7 @@ def _spill(
 ) -> Iterator[StateRecord]:
     """The spill block a receive leaves: the newest SPILL after the last removal."""
     source: _Cursor | None = None
-    have = {c.index for c in involved if c.data_of(o) and c.kind() == RecordType.SPILL}
+    have = {c.index for c in involved if c.data_of(o) and c.rec_kind == RecordType.SPILL}
     for c in cursors:
         if c.index in life.kills:
             source = None
