@@ -118,32 +118,40 @@ def begin_record(
     return bytes(head)
 
 
-def _needed(kind: int, header: bytes, big_endian: bool) -> int:
-    """The features a record needs announced (what the scanner and receive expect)."""
-    if kind == RecordType.WRITE_EMBEDDED:
-        compress = header[40]
-        extra = {_ZIO_COMPRESS_LZ4: Feature.LZ4, _ZIO_COMPRESS_ZSTD: Feature.ZSTD}
-        return Feature.EMBED_DATA | extra.get(compress, 0)
-    if kind == RecordType.WRITE and header[50]:  # drr_compressiontype: sent compressed
-        extra = {_ZIO_COMPRESS_LZ4: Feature.LZ4, _ZIO_COMPRESS_ZSTD: Feature.ZSTD}
-        return Feature.COMPRESSED | extra.get(header[50], 0)
-    if kind == RecordType.OBJECT and header[34] > 1:  # drr_dn_slots
-        return Feature.LARGE_DNODE
-    if kind == RecordType.SPILL:
-        return Feature.SA_SPILL
+_EXTRA = {_ZIO_COMPRESS_LZ4: int(Feature.LZ4), _ZIO_COMPRESS_ZSTD: int(Feature.ZSTD)}
+_EMBED, _COMPRESSED = int(Feature.EMBED_DATA), int(Feature.COMPRESSED)
+_LARGE_DNODE, _SA_SPILL = int(Feature.LARGE_DNODE), int(Feature.SA_SPILL)
+_OBJECT, _WRITE = int(RecordType.OBJECT), int(RecordType.WRITE)
+_SPILL, _EMBEDDED = int(RecordType.SPILL), int(RecordType.WRITE_EMBEDDED)
+
+
+def _needed(kind: int, header: bytes | bytearray, big_endian: bool) -> int:
+    """The features a record needs announced (what the scanner and receive expect); plain
+    ints, as the writer asks per record."""
+    if kind == _WRITE:
+        compress = header[50]  # drr_compressiontype: sent compressed
+        return _COMPRESSED | _EXTRA.get(compress, 0) if compress else 0
+    if kind == _OBJECT:
+        return _LARGE_DNODE if header[34] > 1 else 0  # drr_dn_slots
+    if kind == _EMBEDDED:
+        return _EMBED | _EXTRA.get(header[40], 0)
+    if kind == _SPILL:
+        return _SA_SPILL
     return 0
 
 
 _ALLOWED = frozenset(
-    {
+    int(k)
+    for k in (
         RecordType.OBJECT,
         RecordType.FREEOBJECTS,
         RecordType.WRITE,
         RecordType.FREE,
         RecordType.SPILL,
         RecordType.WRITE_EMBEDDED,
-    }
+    )
 )
+_NAMES = {int(k): k.name for k in RecordType}
 
 
 class FullWriter:
@@ -165,6 +173,7 @@ class FullWriter:
         (toguid,) = struct.unpack_from(self._o + "Q", head, 40)
         name = head[56:312].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
         self.summary = FullSummary(toguid, name, features)
+        self._features = int(features)
         self._toguid = struct.pack(self._o + "Q", toguid)
         self._pending = bytearray()
         self._state = _zvcore.fletcher4(head, big_endian=big_endian)
@@ -201,10 +210,10 @@ class FullWriter:
             raise WriteRefused(f"a record header is {RECORD_SIZE} bytes, not {len(head)}")
         (kind,) = struct.unpack_from(self._o + "I", head, 0)
         if kind not in _ALLOWED:
-            name = RecordType(kind).name if kind <= RecordType.REDACT else str(kind)
+            name = _NAMES.get(kind, str(kind))
             raise WriteRefused(f"record {self.summary.records + 1}: a full carries no {name}")
-        needed = _needed(kind, bytes(head), self._big)
-        missing = needed & ~self.summary.features
+        needed = _needed(kind, head, self._big)
+        missing = needed & ~self._features
         if missing:
             names = ", ".join(f.name or "" for f in Feature if f & missing)
             raise WriteRefused(
@@ -218,7 +227,7 @@ class FullWriter:
             head[32] &= ~DRR_SPILL_UNMODIFIED & 0xFF  # drr_flags: a full's spill is applied
         self._record(head, rec.payload)
         self.summary.records += 1
-        kind_name = RecordType(kind).name
+        kind_name = _NAMES[kind]
         self.summary.counts[kind_name] = self.summary.counts.get(kind_name, 0) + 1
 
     def finish(self) -> FullSummary:
