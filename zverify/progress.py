@@ -5,6 +5,7 @@ Off with --quiet, with --json, and whenever stderr is not a TTY, so scripts
 and logs see nothing but results and diagnostics.
 """
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -115,6 +116,7 @@ def _line(verb: str, total: int | None, by_bytes: bool) -> "tqdm[NoReturn]":
     else:
         fmt = f"{verb} {{n_fmt}}{b} {'read' if by_bytes else 'entries'}  {{rate_fmt}}  "
         fmt += "{elapsed} elapsed  {desc}"
+    width = _fixed_width()
     return tqdm(
         total=total or None,
         unit="B" if by_bytes else " entries",
@@ -123,8 +125,19 @@ def _line(verb: str, total: int | None, by_bytes: bool) -> "tqdm[NoReturn]":
         bar_format=fmt,
         file=sys.stderr,
         leave=False,
-        dynamic_ncols=True,
+        dynamic_ncols=width is None,
+        ncols=width,
     )
+
+
+def _fixed_width() -> int | None:
+    """None: follow the terminal's width as it is resized.  80 when it reports no width (a
+    serial console, a pseudo-terminal nobody sized): there tqdm would draw nothing at all."""
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return None if columns else 80
 
 
 def _count(bar: "tqdm[NoReturn]", done: int) -> None:

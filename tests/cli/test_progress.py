@@ -53,13 +53,13 @@ def mounted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pa
             subprocess.run(["umount", "-l", str(root)], check=False)
 
 
-def _frames(*args: str) -> tuple[int, list[str]]:
-    """Run `zverify ARGS` with stderr on a terminal; every frame the bar drew on it."""
+def _frames(*args: str, columns: int = 160) -> tuple[int, list[str]]:
+    """Run `zverify ARGS` with stderr on a terminal; every frame the bar drew on it.  With
+    columns=0, stdout too is on that terminal, as in a session on a serial console."""
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    proc = subprocess.Popen(
-        [console_script(), *args], stdout=subprocess.DEVNULL, stderr=follower, cwd="/"
-    )
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    stdout = follower if columns == 0 else subprocess.DEVNULL
+    proc = subprocess.Popen([console_script(), *args], stdout=stdout, stderr=follower, cwd="/")
     os.close(follower)
     drawn = b""
     while True:
@@ -95,6 +95,18 @@ def test_inside_a_filesystem_the_line_says_what_was_done(mounted: tuple[Path, Pa
     assert code == 0, frames
     assert frames and all("ETA" not in f for f in frames), frames
     assert any(" read " in f and "elapsed" in f for f in frames), frames
+
+
+def test_a_terminal_of_no_width_still_gets_the_line(mounted: tuple[Path, Path]) -> None:
+    """A serial console or a pseudo-terminal nobody sized reports 0 columns; tqdm, asked to
+    follow the width (which it reads from stdout), then draws nothing at all.  The line is
+    drawn 80 columns wide."""
+    src, dst = mounted
+    code, frames = _frames("compare", "--threads", "1", str(src), str(dst), columns=0)
+    assert code == 0, frames
+    drawn = [f for f in frames if f.startswith("comparing ") and "SRC " in f]
+    assert drawn, frames
+    assert all(len(f) <= 80 for f in drawn), drawn
 
 
 def test_no_bar_with_no_progress_quiet_or_json(mounted: tuple[Path, Path]) -> None:
