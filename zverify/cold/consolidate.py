@@ -539,8 +539,8 @@ class _ScanStopped(Exception):
     """The scanner stopped reading what the writer writes: it found a problem."""
 
 
-def _pipe_writer(fd: int) -> Callable[[bytes], None]:
-    def write(data: bytes) -> None:
+def _pipe_writer(fd: int) -> Callable[[bytes | bytearray], None]:
+    def write(data: bytes | bytearray) -> None:
         view = memoryview(data)
         try:
             while view:

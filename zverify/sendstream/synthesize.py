@@ -156,11 +156,12 @@ _NAMES = {int(k): k.name for k in RecordType}
 
 class FullWriter:
     """A full stream written record by record: begin, add() each record, finish().  out
-    takes bytes (an fd's write, a file's write); writes are gathered into 1 MiB pieces."""
+    takes bytes or a bytearray (an fd's write, a file's write); writes are gathered into
+    1 MiB pieces."""
 
     def __init__(
         self,
-        out: Callable[[bytes], object],
+        out: Callable[[bytes | bytearray], object],
         begin: bytes,
         features: int,
         big_endian: bool,
@@ -187,8 +188,10 @@ class FullWriter:
 
     def flush(self) -> None:
         if self._pending:
-            self._out(bytes(self._pending))
-            self._pending.clear()
+            # handed over, not copied (that was a copy of every byte of the full); a fresh
+            # buffer takes its place
+            full, self._pending = self._pending, bytearray()
+            self._out(full)
 
     def _record(self, head: bytearray, payload: bytes = b"") -> None:
         """head (312 bytes) with its trailer computed, then payload, into the stream."""
@@ -273,8 +276,8 @@ def _is_big(begin: bytes) -> bool:
     raise WriteRefused("the BEGIN given has no send-stream magic")
 
 
-def _fd_writer(fd: int) -> Callable[[bytes], None]:
-    def write(data: bytes) -> None:
+def _fd_writer(fd: int) -> Callable[[bytes | bytearray], None]:
+    def write(data: bytes | bytearray) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
