@@ -192,17 +192,17 @@ class _Input:
         except OSError as err:
             raise ColdError(f"cannot open {self.name}: {err.strerror or err}") from None
         stack.callback(_finish, store, key, fd)
-        self._fd, self._seekable = fd, seekable(fd)
+        self._fd, can_seek = fd, seekable(fd)
         head = b""
-        kind = compressed.detect_fd(fd) if self._seekable else None
-        if not self._seekable:
+        kind = compressed.detect_fd(fd) if can_seek else None
+        if not can_seek:
             head = compressed.read_head(fd)
             kind = compressed.detect(head)
         if kind is not None:
             self._fd, _layer = stack.enter_context(compressed.decompressing(fd, kind, head))
             # the check proved the compressed layer; a read that ends short is Refused
-            head, self._seekable = b"", False
-        source = BufferedSource(self._read, self._seek if self._seekable else None, head)
+            head, can_seek = b"", False
+        source = BufferedSource(self._read, self._seek if can_seek else None, head)
         self.read, self.skip, self.peek = source.read, source.skip, source.peek
 
     def _read(self, n: int) -> bytes:

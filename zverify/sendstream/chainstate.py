@@ -43,7 +43,6 @@ MAX_PENDING = 65_536
 M64 = (1 << 64) - 1
 INF = 1 << 65
 DMU_OT_SA = 44
-_OBJECT = int(RecordType.OBJECT)
 _DATA = frozenset(
     int(k) for k in (RecordType.WRITE, RecordType.WRITE_EMBEDDED, RecordType.FREE, RecordType.SPILL)
 )
@@ -389,9 +388,9 @@ def _object(cursors: list[_Cursor], o: int) -> Iterator[StateRecord]:
     for c in involved:
         c.take_object()
         c.advance()
-        tail = c.rec_kind == RecordType.FREE and c.rec and free_fields(c.rec, c.big)
-        if tail and tail.length == M64:
-            c.trunc = tail.offset
+        trunc = _truncation(c)
+        if trunc is not None:
+            c.trunc = trunc
             if c is newest and c.rec is not None:
                 yield StateRecord(c.rec.header, b"")
             c.advance()
@@ -412,7 +411,7 @@ def _alone(c: _Cursor, o: int) -> Iterator[StateRecord]:
     yield StateRecord(c.rec.header, c.reader.payload())
     c.take_object()
     c.advance()
-    if c.rec_kind == RecordType.FREE and c.rec and free_fields(c.rec, c.big).length == M64:
+    if _truncation(c) is not None and c.rec is not None:
         yield StateRecord(c.rec.header, b"")
         c.advance()
     last_start = write_end = 0
@@ -442,6 +441,15 @@ def _alone(c: _Cursor, o: int) -> Iterator[StateRecord]:
             write_end = end
         c.advance()
     _after_object(c, o)
+
+
+def _truncation(c: _Cursor) -> int | None:
+    """The offset from which the current record frees the object to its end (the FREE a
+    full carries after an OBJECT), or None."""
+    if c.rec_kind != RecordType.FREE or c.rec is None:
+        return None
+    free = free_fields(c.rec, c.big)
+    return free.offset if free.length == M64 else None
 
 
 def _after_object(c: _Cursor, o: int) -> None:

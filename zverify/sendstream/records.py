@@ -60,12 +60,17 @@ class Rec(NamedTuple):
     and END."""
 
 
+_U32 = (struct.Struct("<I"), struct.Struct(">I"))
+_U64 = (struct.Struct("<Q"), struct.Struct(">Q"))
+"""Indexed by big_endian: False (0) little, True (1) big."""
+
+
 def _u32(h: bytes, off: int, big: bool) -> int:
-    return int.from_bytes(h[off : off + 4], "big" if big else "little")
+    return int(_U32[big].unpack_from(h, off)[0])
 
 
 def _u64(h: bytes, off: int, big: bool) -> int:
-    return int.from_bytes(h[off : off + 8], "big" if big else "little")
+    return int(_U64[big].unpack_from(h, off)[0])
 
 
 def _round8(n: int) -> int:
@@ -74,15 +79,14 @@ def _round8(n: int) -> int:
 
 _KIND_OBJ = (struct.Struct("<I4xQ"), struct.Struct(">I4xQ"))
 """drr_type and drr_object, little- and big-endian: the two fields every record is read for."""
-_U32 = (struct.Struct("<I"), struct.Struct(">I"))
 _BEGIN, _END, _LAST = int(RecordType.BEGIN), int(RecordType.END), int(RecordType.REDACT)
 _WRITE, _OBJECT = int(RecordType.WRITE), int(RecordType.OBJECT)
 _SPILL, _EMBEDDED = int(RecordType.SPILL), int(RecordType.WRITE_EMBEDDED)
-_U64 = (struct.Struct("<Q"), struct.Struct(">Q"))
 
 
 def payload_length(kind: int, header: bytes, big_endian: bool) -> int:
-    """The payload bytes after a header, as receive_read_record reads them."""
+    """The payload bytes after a header, as receive_read_record reads them (the structs
+    bound here, not _u32/_u64: this runs for every record of a merge)."""
     u32, u64 = _U32[big_endian].unpack_from, _U64[big_endian].unpack_from
     if kind == _WRITE:  # DRR_WRITE_PAYLOAD_SIZE: compressed size when compressed
         return int(u64(header, 96 if header[50] else 32)[0])
@@ -212,11 +216,6 @@ def embedded_fields(rec: Rec | bytes, big_endian: bool) -> EmbeddedFields:
     obj, offset, length = struct.unpack_from(o + "QQQ", h, 8)
     lsize, psize = struct.unpack_from(o + "II", h, 48)
     return EmbeddedFields(obj, offset, length, h[40], h[41], lsize, psize)
-
-
-def record_object(rec: Rec | bytes, big_endian: bool) -> int:
-    """The object a record is about (FREEOBJECTS: its first object)."""
-    return rec.obj if isinstance(rec, Rec) else _u64(rec, 8, big_endian)
 
 
 # -- buffered input ---------------------------------------------------------------------------

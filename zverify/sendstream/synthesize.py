@@ -121,35 +121,32 @@ def begin_record(
 _EXTRA = {_ZIO_COMPRESS_LZ4: int(Feature.LZ4), _ZIO_COMPRESS_ZSTD: int(Feature.ZSTD)}
 _EMBED, _COMPRESSED = int(Feature.EMBED_DATA), int(Feature.COMPRESSED)
 _LARGE_DNODE, _SA_SPILL = int(Feature.LARGE_DNODE), int(Feature.SA_SPILL)
-_OBJECT, _WRITE = int(RecordType.OBJECT), int(RecordType.WRITE)
-_SPILL, _EMBEDDED = int(RecordType.SPILL), int(RecordType.WRITE_EMBEDDED)
 
 
 def _needed(kind: int, header: bytes | bytearray, big_endian: bool) -> int:
     """The features a record needs announced (what the scanner and receive expect); plain
-    ints, as the writer asks per record."""
-    if kind == _WRITE:
+    ints, not enum.IntFlag arithmetic: the writer asks per record."""
+    if kind == RecordType.WRITE:
         compress = header[50]  # drr_compressiontype: sent compressed
         return _COMPRESSED | _EXTRA.get(compress, 0) if compress else 0
-    if kind == _OBJECT:
+    if kind == RecordType.OBJECT:
         return _LARGE_DNODE if header[34] > 1 else 0  # drr_dn_slots
-    if kind == _EMBEDDED:
+    if kind == RecordType.WRITE_EMBEDDED:
         return _EMBED | _EXTRA.get(header[40], 0)
-    if kind == _SPILL:
+    if kind == RecordType.SPILL:
         return _SA_SPILL
     return 0
 
 
 _ALLOWED = frozenset(
-    int(k)
-    for k in (
+    {
         RecordType.OBJECT,
         RecordType.FREEOBJECTS,
         RecordType.WRITE,
         RecordType.FREE,
         RecordType.SPILL,
         RecordType.WRITE_EMBEDDED,
-    )
+    }
 )
 _NAMES = {int(k): k.name for k in RecordType}
 
