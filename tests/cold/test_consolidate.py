@@ -10,6 +10,7 @@ independent walk.  Real receives of consolidated fulls are tests/cold/test_conso
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import shutil
 import struct
@@ -35,6 +36,7 @@ from zverify.cold import consolidate
 from zverify.cold.proof.check import check_archive
 from zverify.cold.store import LocalStore
 from zverify.report.cold.check import routes
+from zverify.sendstream.records import Refused
 
 NAME_S3 = "zv%2Ffs@s3.zfsfull"
 NAME_S2 = "zv%2Ffs@s2.zfsfull"
@@ -377,3 +379,22 @@ def test_a_writer_that_breaks_the_stream_is_stopped_by_the_scanner(
         INC_S1_S2,
         FULL_S1,
     ]
+
+
+def test_a_compressed_file_cut_inside_a_payload_is_refused_at_its_end(tmp_path: Path) -> None:
+    """A compressed archive file cannot seek, so its reader reads past the payloads it does
+    not need; a stream cut inside one (compressed after the cut, so the gzip layer is whole)
+    is refused naming the byte where the decompressed bytes end, not a byte past them."""
+    data = (STREAMS / FIXTURE[FULL_S1]).read_bytes()
+    write = next(r for r in walk(data) if r.type == WRITE and r.payload > 2)
+    cut = write.offset + DRR + write.payload // 2
+    root = tmp_path / "cold"
+    root.mkdir()
+    (root / FULL_S1).write_bytes(gzip.compress(data[:cut]))
+    with contextlib.ExitStack() as stack:
+        src = consolidate._Input(stack, LocalStore([root]), FULL_S1, None)
+        assert src.payload_skip is None
+        reader = consolidate._reader(src, FULL_S1, 0, None)
+        with pytest.raises(Refused, match=rf": byte {cut}: input ends inside a record's payload"):
+            while reader.next() is not None:
+                pass

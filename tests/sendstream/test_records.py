@@ -187,6 +187,32 @@ def test_the_buffered_source_serves_every_byte_in_order(seed: int) -> None:
     assert all(n > 0 for n in seeks)
 
 
+def _refusal(data: bytes, seekable: bool, buffered: bool) -> str:
+    """Refused's message for reading every record of data, payloads skipped."""
+    f = io.BytesIO(data)
+    read, skip = f.read, (lambda n: f.seek(n, 1)) if seekable else None
+    if buffered:  # as cold/consolidate.py reads an archive file
+        source = BufferedSource(read, skip)  # type: ignore[arg-type]
+        read, skip = source.read, source.skip if seekable else None
+    reader = RecordReader(read, name="s", skip=skip)  # type: ignore[arg-type]
+    with pytest.raises(Refused) as refused:
+        while reader.next() is not None:
+            pass
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("seekable", [True, False])
+def test_a_cut_input_behind_the_buffer_is_refused_at_the_same_byte(seekable: bool) -> None:
+    """Consolidate reads every archive file through a BufferedSource: a file that ends early
+    must still be Refused (exit 2), at the byte an unbuffered read names, never read as a
+    shorter stream.  Cut inside the last header, and inside a payload."""
+    data = full_stream()
+    for cut in (len(data) - 312, walk(data)[3].offset + 400):
+        said = _refusal(data[:cut], seekable, buffered=True)
+        assert "input ends inside" in said, said
+        assert said == _refusal(data[:cut], seekable, buffered=False)
+
+
 def test_readers_taking_turns_on_one_buffered_source_lose_no_byte() -> None:
     """A package's substreams are read one after another from one source; the buffer
     filled by the first reader holds the start of the second."""

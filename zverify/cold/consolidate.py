@@ -204,6 +204,9 @@ class _Input:
             head, can_seek = b"", False
         source = BufferedSource(self._read, self._seek if can_seek else None, head)
         self.read, self.skip, self.peek = source.read, source.skip, source.peek
+        # A reader seeks past payloads only where the file can seek; elsewhere it reads past
+        # them itself, and so names the very byte where a cut input ends.
+        self.payload_skip = source.skip if can_seek else None
 
     def _read(self, n: int) -> bytes:
         try:
@@ -221,7 +224,9 @@ def _finish(store: Store, key: str, fd: int) -> None:
 
 
 def _reader(src: _Input, name: str, start: int, big_endian: bool | None) -> RecordReader:
-    return RecordReader(src.read, name=name, start=start, big_endian=big_endian, skip=src.skip)
+    return RecordReader(
+        src.read, name=name, start=start, big_endian=big_endian, skip=src.payload_skip
+    )
 
 
 def open_route(
